@@ -1,0 +1,83 @@
+# The book's two commands are `make book` and `make test`; both install what they need.
+# Stored notebook outputs are produced only by `make execute`, under the settings `make test` uses.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# One set of run-time settings for executing and for verifying notebooks.
+# ATTNLIB_NUM_THREADS is read by attnlib.reproducible() in each chapter's first cell.
+export ATTNLIB_NUM_THREADS ?= 2
+export ATTNLIB_PROGRESS ?= 0
+export PYTHONHASHSEED := 0
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+export JUPYTER_PLATFORM_DIRS := 1
+export MPLCONFIGDIR := $(CURDIR)/$(VENV)/mplconfig
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
+NBVAL := python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+
+.PHONY: help install book execute test lint typecheck unit nbval build lab lock clean
+
+help:
+	@echo "make book     build the HTML book (creates .venv and installs the pinned set on first use)"
+	@echo "make test     ruff, mypy, pytest tests/, nbval over every chapter, and the book build with -W"
+	@echo "make execute  re-execute every chapter notebook in place (the only way stored outputs are made)"
+	@echo "make lab      open the chapters in JupyterLab with attnlib importable"
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@# Build matplotlib's font cache now, so no notebook prints "building the font cache".
+	$(BIN)/python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
+	@touch $@
+
+book: $(STAMP)
+	jupyter-book build . -W -n --keep-going
+	@echo "The book: file://$(CURDIR)/_build/html/index.html"
+
+build: book
+
+execute: $(STAMP)
+	python tools/execute_notebooks.py $(NOTEBOOKS)
+
+lint: $(STAMP)
+	ruff check .
+
+typecheck: $(STAMP)
+	mypy
+
+unit: $(STAMP)
+	python -m pytest tests/
+
+nbval: $(STAMP)
+	$(NBVAL) $(NOTEBOOKS)
+
+test: $(STAMP)
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory lint typecheck unit nbval book; \
+	echo "make test: everything passed in $$(( $$(date +%s) - start )) s"
+
+lab: $(STAMP)
+	ATTNLIB_PROGRESS=1 jupyter lab chapters/
+
+# Re-pin every package: a fresh venv from requirements.in, then an exact freeze.
+lock:
+	rm -rf /tmp/attnlib-lock-venv
+	$(PYTHON) -m venv /tmp/attnlib-lock-venv
+	/tmp/attnlib-lock-venv/bin/python -m pip install --quiet -r requirements.in
+	{ sed -n '1,3p' requirements.lock; /tmp/attnlib-lock-venv/bin/python -m pip freeze --all \
+	  | grep -v -E '^(pip==|-e )' | sed -E 's/^torch==([0-9.]+)\+cpu$$/torch==\1/'; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock
+
+clean:
+	rm -rf _build .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,64 @@
+"""Validation helpers shared by every attnlib module.
+
+Bad input gets a clear error that names the argument, what it got and what it expected,
+so a reader who passes the wrong shape learns which tensor and which dimension is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+
+def shape_str(shape: Sequence[int | str] | torch.Size) -> str:
+    """Format a shape as ``(2, 3, 4)`` for error messages."""
+    return "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+def check_tensor(name: str, value: object) -> Tensor:
+    """Raise TypeError unless ``value`` is a tensor."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    return value
+
+
+def check_floating(name: str, value: Tensor) -> None:
+    """Raise TypeError unless ``value`` has a floating-point dtype."""
+    if not value.is_floating_point():
+        raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
+
+
+def check_ndim(name: str, value: Tensor, ndims: int | Sequence[int], expected: str) -> None:
+    """Raise ValueError unless ``value.ndim`` is one of ``ndims``.
+
+    ``expected`` is the shape in the book's letters, e.g. ``"(B, L, E)"``.
+    """
+    allowed = (ndims,) if isinstance(ndims, int) else tuple(ndims)
+    if value.ndim not in allowed:
+        raise ValueError(
+            f"{name} must have {' or '.join(str(n) for n in allowed)} dimensions "
+            f"{expected}, got shape {shape_str(value.shape)}"
+        )
+
+
+def check_positive(name: str, value: float | Tensor) -> None:
+    """Raise ValueError unless every element of ``value`` is finite and > 0."""
+    t = torch.as_tensor(value)
+    if not bool(torch.all(torch.isfinite(t))) or not bool(torch.all(t > 0)):
+        shown = float(t) if t.numel() == 1 else t.tolist()
+        raise ValueError(f"{name} must be finite and > 0, got {shown}")
+
+
+def check_finite(name: str, value: Tensor) -> None:
+    """Raise ValueError if ``value`` holds NaN or infinity."""
+    if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} must be finite, got NaN or inf in a tensor of shape "
+                         f"{shape_str(value.shape)}")
+
+
+def check_choice(name: str, value: str, choices: Sequence[str]) -> None:
+    """Raise ValueError unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")

@@ -1,0 +1,135 @@
+"""Plotting: the attention heatmap every chapter reuses, and the book's figure style.
+
+This is the only attnlib module that imports matplotlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from torch import Tensor
+
+BOOK_STYLE: dict[str, Any] = {
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "figure.figsize": (6.4, 3.6),
+    "axes.grid": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+}
+
+
+def use_book_style() -> None:
+    """Apply the book's matplotlib settings (call once, in a chapter's first cell)."""
+    plt.style.use(BOOK_STYLE)
+
+
+def _to_numpy(matrix: Tensor | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    if isinstance(matrix, Tensor):
+        return matrix.detach().cpu().double().numpy()
+    return np.asarray(matrix, dtype=float)
+
+
+def heatmap(
+    weights: Tensor | np.ndarray[Any, Any],
+    ax: Axes | None = None,
+    *,
+    xlabel: str = "keys",
+    ylabel: str = "queries",
+    title: str | None = None,
+    xticklabels: Sequence[str] | None = None,
+    yticklabels: Sequence[str] | None = None,
+    cmap: str = "Reds",
+    vmin: float | None = 0.0,
+    vmax: float | None = None,
+    colorbar: bool = True,
+    colorbar_label: str = "attention weight",
+    extent: tuple[float, float, float, float] | None = None,
+) -> Axes:
+    """Draw one matrix of attention weights: queries down the rows, keys along the columns.
+
+    Shape:
+        weights: (L, S).
+
+    Args:
+        ax: axes to draw into; a new figure is made when None.
+        xticklabels, yticklabels: token labels for the keys and the queries.
+        extent: (left, right, bottom, top) data coordinates, for continuous queries and keys
+            (e.g. the inputs of kernel regression) instead of token indices.
+
+    Raises:
+        ValueError: weights that are not 2-D, or tick labels whose count does not match.
+    """
+    m = _to_numpy(weights)
+    if m.ndim != 2:
+        raise ValueError(f"weights must be 2-D (L, S), got shape {m.shape}")
+    if xticklabels is not None and len(xticklabels) != m.shape[1]:
+        raise ValueError(f"xticklabels must have S={m.shape[1]} labels, got {len(xticklabels)}")
+    if yticklabels is not None and len(yticklabels) != m.shape[0]:
+        raise ValueError(f"yticklabels must have L={m.shape[0]} labels, got {len(yticklabels)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.2, 3.6))
+    image = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
+                      interpolation="nearest", extent=extent,
+                      origin="upper" if extent is None else "lower")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if xticklabels is not None:
+        ax.set_xticks(range(m.shape[1]), list(xticklabels), rotation=90)
+    if yticklabels is not None:
+        ax.set_yticks(range(m.shape[0]), list(yticklabels))
+    if colorbar:
+        cb = ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+        cb.set_label(colorbar_label)
+    return ax
+
+
+def heatmaps(
+    matrices: Sequence[Tensor | np.ndarray[Any, Any]],
+    titles: Sequence[str],
+    *,
+    ncols: int | None = None,
+    figsize: tuple[float, float] | None = None,
+    share_scale: bool = True,
+    **kwargs: Any,
+) -> Figure:
+    """A row (or grid) of :func:`heatmap` panels with one shared colour scale and colour bar.
+
+    Shape:
+        each matrix: (L, S).
+    """
+    if len(matrices) != len(titles):
+        raise ValueError(f"titles must have one entry per matrix: {len(matrices)} matrices, "
+                         f"{len(titles)} titles")
+    if not matrices:
+        raise ValueError("matrices must not be empty")
+    n = len(matrices)
+    ncols = ncols or n
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=figsize or (3.0 * ncols + 1.0, 2.9 * nrows),
+                             squeeze=False, constrained_layout=True)
+    vmax = max(float(_to_numpy(m).max()) for m in matrices) if share_scale else None
+    for i, ax in enumerate(axes.flat):
+        if i >= n:
+            ax.axis("off")
+            continue
+        heatmap(matrices[i], ax, title=titles[i], vmax=vmax, colorbar=False, **kwargs)
+        if i % ncols:
+            ax.set_ylabel("")
+    mappable = axes.flat[0].images[0]
+    fig.colorbar(mappable, ax=axes.ravel().tolist(), shrink=0.8,
+                 label=kwargs.get("colorbar_label", "attention weight"))
+    return fig
