@@ -23,13 +23,14 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 NBVAL := python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help install book execute test lint typecheck unit nbval build lab lock clean
+.PHONY: help install book execute test lint typecheck unit nbval build lab lock clean reproduce
 
 help:
 	@echo "make book     build the HTML book (creates .venv and installs the pinned set on first use)"
 	@echo "make test     ruff, mypy, pytest tests/, nbval over every chapter, and the book build with -W"
 	@echo "make execute  re-execute every chapter notebook in place (the only way stored outputs are made)"
 	@echo "make lab      open the chapters in JupyterLab with attnlib importable"
+	@echo "make reproduce  nbval under 1 and 2 threads, ATEN_CPU_CAPABILITY default/avx2/native, twice each"
 
 install: $(STAMP)
 
@@ -66,6 +67,16 @@ test: $(STAMP)
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory lint typecheck unit nbval book; \
 	echo "make test: everything passed in $$(( $$(date +%s) - start )) s"
+
+# The stored outputs must not depend on the thread count, on the CPU code path PyTorch picks
+# (ATEN_CPU_CAPABILITY: default = no vector instructions, as on an older machine) or on the run.
+REPRO_CAPABILITIES ?= default avx2 native
+reproduce: $(STAMP)
+	@for threads in 1 2; do for cap in $(REPRO_CAPABILITIES); do for run in 1 2; do \
+	  if [ "$$cap" = native ]; then unset ATEN_CPU_CAPABILITY; else export ATEN_CPU_CAPABILITY=$$cap; fi; \
+	  echo "== nbval: ATTNLIB_NUM_THREADS=$$threads ATEN_CPU_CAPABILITY=$$cap run $$run"; \
+	  ATTNLIB_NUM_THREADS=$$threads $(NBVAL) -q $(NOTEBOOKS) | tail -n 1; \
+	done; done; done
 
 lab: $(STAMP)
 	ATTNLIB_PROGRESS=1 jupyter lab chapters/

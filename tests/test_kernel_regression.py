@@ -106,7 +106,7 @@ def test_learned_bandwidth_lowers_leave_one_out_loss(data):
     after = loo_loss()
     assert after < 0.8 * before
     assert result.losses[-1] < result.losses[0]
-    assert 0.05 < float(model.bandwidth) < 2.0
+    assert 0.05 < result.bandwidths[-1] < 2.0
 
 
 def test_without_leave_one_out_bandwidth_collapses(data):
