@@ -22,6 +22,20 @@ from attnlib.masking import (
     padding_mask,
     softmax_with_temperature,
 )
+from attnlib.multihead import (
+    MultiHeadAttention,
+    copy_from_torch,
+    merge_heads,
+    parameter_count,
+    split_heads,
+)
+from attnlib.positional import (
+    LearnedPositionalEmbedding,
+    RotaryPositionalEmbedding,
+    SinusoidalPositionalEncoding,
+    relative_shift_matrix,
+    sinusoidal_encoding,
+)
 from attnlib.repro import reproducible
 from attnlib.scoring import (
     AdditiveScore,
@@ -38,9 +52,14 @@ __all__ = [
     "BilinearScore",
     "DotScore",
     "KeyValueAttention",
+    "LearnedPositionalEmbedding",
+    "MultiHeadAttention",
     "NadarayaWatson",
+    "RotaryPositionalEmbedding",
     "ScaledDotScore",
+    "SinusoidalPositionalEncoding",
     "causal_mask",
+    "copy_from_torch",
     "fit_bandwidth",
     "float_mask",
     "hard_attention",
@@ -49,12 +68,17 @@ __all__ = [
     "lengths_to_mask",
     "make_regression_data",
     "masked_softmax",
+    "merge_heads",
     "nadaraya_watson",
     "padding_mask",
+    "parameter_count",
+    "relative_shift_matrix",
     "reproducible",
     "scaled_dot_product_attention",
     "show_source",
+    "sinusoidal_encoding",
     "softmax_with_temperature",
+    "split_heads",
     "table",
 ]
 __version__ = "0.1.0"

@@ -62,3 +62,31 @@ def check_choice(name: str, value: str, choices: Sequence[str]) -> None:
     """Raise ValueError unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+
+
+def check_int(name: str, value: object, minimum: int | None = None) -> int:
+    """Raise unless ``value`` is a Python int (bool refused) and, if given, >= ``minimum``.
+
+    Raises:
+        TypeError: if ``value`` is not an int.
+        ValueError: if ``value`` < ``minimum``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_probability(name: str, value: object) -> float:
+    """Raise unless ``value`` is a number in [0, 1), as a dropout probability must be.
+
+    Raises:
+        TypeError: if ``value`` is not an int or float (bool refused).
+        ValueError: if ``value`` is not in [0, 1).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a float, got {type(value).__name__}")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value}")
+    return float(value)
