@@ -1,0 +1,196 @@
+r"""Attention made cheap: online softmax, tiled attention, and measuring what they save.
+
+Naive attention materialises the :math:`L \times S` score matrix. Tiled attention (the idea
+behind FlashAttention) walks over blocks of keys and values with an *online* softmax, which keeps
+a running maximum :math:`m` and a running normaliser :math:`\ell` per query, so the full score
+matrix never exists:
+
+.. math::
+
+    m' = \max(m, \max_j s_j), \qquad
+    \ell' = e^{m - m'}\,\ell + \sum_j e^{s_j - m'}, \qquad
+    \mathbf o' = e^{m - m'}\,\mathbf o + \sum_j e^{s_j - m'}\,\mathbf v_j,
+
+and the output is :math:`\mathbf o / \ell` after the last block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Callable, Iterator
+
+import torch
+from torch import Tensor
+
+from attnlib._checks import check_floating, check_int, check_tensor, shape_str
+
+
+def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
+    r"""Softmax over the last dimension computed in one pass over blocks of scores.
+
+    The pass keeps, for each row, the running maximum :math:`m` and the running sum
+    :math:`\ell = \sum_j e^{s_j - m}`; when a block raises the maximum, the sum so far is rescaled
+    by :math:`e^{m_{\text{old}} - m_{\text{new}}}`. A second, embarrassingly parallel step writes
+    :math:`e^{s_j - m}/\ell`. Equal to :func:`torch.softmax` up to rounding.
+
+    Shape:
+        scores: (..., S). Returns (..., S).
+
+    Raises:
+        TypeError: a non-tensor or a non-floating tensor.
+        ValueError: block_size < 1, or a row that is entirely :math:`-\infty`.
+    """
+    check_tensor("scores", scores)
+    check_floating("scores", scores)
+    block_size = check_int("block_size", block_size, minimum=1)
+    if scores.ndim == 0 or scores.shape[-1] == 0:
+        raise ValueError(f"scores must have a non-empty last dimension, got shape {shape_str(scores.shape)}")
+    running_max = torch.full(scores.shape[:-1], -math.inf, dtype=scores.dtype, device=scores.device)
+    running_sum = torch.zeros_like(running_max)
+    for start in range(0, scores.shape[-1], block_size):
+        block = scores[..., start:start + block_size]  # (..., b)
+        new_max = torch.maximum(running_max, block.amax(-1))
+        # exp(-inf - finite) = 0: the first block discards the empty running sum.
+        running_sum = running_sum * torch.exp(running_max - new_max) \
+            + torch.exp(block - new_max.unsqueeze(-1)).sum(-1)
+        running_max = new_max
+    if bool(torch.isneginf(running_max).any()):
+        raise ValueError("scores has a row that is entirely -inf; its softmax is undefined "
+                         "(use attnlib.masked_softmax, which returns zeros for such rows)")
+    return torch.exp(scores - running_max.unsqueeze(-1)) / running_sum.unsqueeze(-1)
+
+
+def naive_attention(
+    query: Tensor, key: Tensor, value: Tensor, is_causal: bool = False, scale: float | None = None
+) -> Tensor:
+    r""":math:`\operatorname{softmax}(QK^\top/\sqrt E)\,V` with the full score matrix in memory.
+
+    Shape:
+        query (..., L, E), key (..., S, E), value (..., S, Ev). Returns (..., L, Ev).
+    """
+    _check_qkv(query, key, value)
+    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * scale  # (..., L, S)
+    if is_causal:
+        allowed = torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device).tril()
+        scores = scores.masked_fill(~allowed, -math.inf)
+    return torch.softmax(scores, dim=-1) @ value  # (..., L, Ev)
+
+
+def tiled_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    is_causal: bool = False,
+    scale: float | None = None,
+    block_size_q: int = 512,
+    block_size_k: int = 512,
+) -> Tensor:
+    r"""Exact attention computed block by block with the online softmax (FlashAttention's idea).
+
+    For each block of queries, the keys and values are visited block by block; only a
+    ``block_size_q`` by ``block_size_k`` tile of scores exists at any time. With ``is_causal``
+    (upper-left aligned, as :func:`torch.nn.functional.scaled_dot_product_attention`), key
+    blocks that lie entirely above the diagonal are skipped, halving the work.
+
+    Without gradients the tiles are updated in place, so one tile of scores is all the extra
+    memory. With gradients, autograd stores every tile for the backward pass, as naive attention
+    stores its score matrix; FlashAttention's backward instead recomputes the tiles from the saved
+    row maxima and sums, which this plain-PyTorch version does not attempt.
+
+    Shape:
+        query (..., L, E), key (..., S, E), value (..., S, Ev). Returns (..., L, Ev).
+
+    Raises:
+        ValueError: mismatched shapes or block sizes < 1.
+    """
+    _check_qkv(query, key, value)
+    block_size_q = check_int("block_size_q", block_size_q, minimum=1)
+    block_size_k = check_int("block_size_k", block_size_k, minimum=1)
+    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    L, S = query.shape[-2], key.shape[-2]
+    in_place = not (torch.is_grad_enabled()
+                    and (query.requires_grad or key.requires_grad or value.requires_grad))
+    out = torch.empty(*query.shape[:-1], value.shape[-1], dtype=query.dtype, device=query.device)
+    for q0 in range(0, L, block_size_q):
+        q1 = min(q0 + block_size_q, L)
+        q_blk = query[..., q0:q1, :] * scale  # (..., bq, E)
+        row_max = torch.full(q_blk.shape[:-1], -math.inf, dtype=query.dtype, device=query.device)
+        row_sum = torch.zeros_like(row_max)  # (..., bq)
+        acc = torch.zeros(*q_blk.shape[:-1], value.shape[-1], dtype=query.dtype,
+                          device=query.device)  # (..., bq, Ev)
+        # Causal: query i sees keys 0..i, so keys at or beyond q1 are never needed.
+        k_end = min(S, q1) if is_causal else S
+        for k0 in range(0, k_end, block_size_k):
+            k1 = min(k0 + block_size_k, k_end)
+            s = q_blk @ key[..., k0:k1, :].transpose(-2, -1)  # (..., bq, bk)
+            if is_causal and k1 - 1 > q0:  # the tile crosses the diagonal
+                rows = torch.arange(q0, q1, device=query.device).unsqueeze(-1)
+                cols = torch.arange(k0, k1, device=query.device)
+                s = s.masked_fill(cols > rows, -math.inf)
+            new_max = torch.maximum(row_max, s.amax(-1))  # (..., bq)
+            correction = torch.exp(row_max - new_max)  # (..., bq)
+            if in_place:  # the tile s becomes p = exp(s - m'); no second tile is allocated
+                p = s.sub_(new_max.unsqueeze(-1)).exp_()  # (..., bq, bk)
+                row_sum.mul_(correction).add_(p.sum(-1))
+                acc.mul_(correction.unsqueeze(-1)).add_(p @ value[..., k0:k1, :])
+            else:  # autograd keeps each tile for the backward pass
+                p = torch.exp(s - new_max.unsqueeze(-1))  # (..., bq, bk)
+                row_sum = row_sum * correction + p.sum(-1)
+                acc = acc * correction.unsqueeze(-1) + p @ value[..., k0:k1, :]
+            row_max = new_max
+        out[..., q0:q1, :] = acc / row_sum.unsqueeze(-1)
+    return out
+
+
+def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_tensor(name, t)
+        check_floating(name, t)
+        if t.ndim < 2:
+            raise ValueError(f"{name} must have at least 2 dimensions (..., N, E), got shape "
+                             f"{shape_str(t.shape)}")
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"query and key must have the same size E, got query "
+                         f"{shape_str(query.shape)} and key {shape_str(key.shape)}")
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"key and value must have the same length S, got key "
+                         f"{shape_str(key.shape)} and value {shape_str(value.shape)}")
+    if key.shape[-2] == 0:
+        raise ValueError(f"key must hold at least one position, got shape {shape_str(key.shape)}")
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null: the profiler's C++ layer logs timestamps there."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def peak_memory(fn: Callable[[], object]) -> int:
+    """Peak bytes allocated by PyTorch's CPU allocator while ``fn()`` runs, measured.
+
+    PyTorch's profiler records every allocation and free with its size; the running total's
+    maximum is the peak of memory that ``fn`` allocated on top of what existed before. The sizes
+    are those the code requests, so the figure is the same on every machine.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    # Self memory only: an op's total would count again what its child ops (matmul -> bmm) allocate.
+    events = sorted((e for e in prof.events() if e.self_cpu_memory_usage != 0),
+                    key=lambda e: e.time_range.start)
+    current = peak = 0
+    for event in events:
+        current += event.self_cpu_memory_usage
+        peak = max(peak, current)
+    return peak

@@ -1,0 +1,100 @@
+"""Online softmax and tiled attention: exact equality with the naive forms, and the memory saved."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnlib.efficient import naive_attention, online_softmax, peak_memory, tiled_attention
+
+
+def _qkv(L, S, E=16, Ev=8, batch=(2, 3), dtype=torch.float64, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(*batch, L, E, generator=gen, dtype=dtype)
+    k = torch.randn(*batch, S, E, generator=gen, dtype=dtype)
+    v = torch.randn(*batch, S, Ev, generator=gen, dtype=dtype)
+    return q, k, v
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 7, 64, 1000])
+def test_online_softmax_equals_softmax(block_size):
+    x = torch.randn(4, 5, 37, dtype=torch.float64) * 30
+    torch.testing.assert_close(online_softmax(x, block_size), torch.softmax(x, -1), rtol=0, atol=1e-14)
+
+
+def test_online_softmax_handles_huge_scores_and_masked_entries():
+    x = torch.tensor([[1000.0, 999.0, -math.inf, 1001.0]], dtype=torch.float32)
+    out = online_softmax(x, block_size=1)
+    assert bool(torch.isfinite(out).all())
+    torch.testing.assert_close(out, torch.softmax(x, -1))
+    assert out[0, 2] == 0
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize(("L", "S"), [(17, 17), (5, 23), (23, 5), (64, 64)])
+@pytest.mark.parametrize(("bq", "bk"), [(4, 4), (3, 8), (64, 64)])
+def test_tiled_equals_naive_float64(is_causal, L, S, bq, bk):
+    q, k, v = _qkv(L, S)
+    tiled = tiled_attention(q, k, v, is_causal=is_causal, block_size_q=bq, block_size_k=bk)
+    naive = naive_attention(q, k, v, is_causal=is_causal)
+    assert float((tiled - naive).abs().max()) < 1e-10
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    assert float((tiled - ref).abs().max()) < 1e-10
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_tiled_equals_naive_float32(is_causal):
+    q, k, v = _qkv(300, 300, E=32, Ev=32, batch=(2,), dtype=torch.float32)
+    tiled = tiled_attention(q, k, v, is_causal=is_causal, block_size_q=64, block_size_k=96)
+    naive = naive_attention(q, k, v, is_causal=is_causal)
+    assert float((tiled - naive).abs().max()) < 1e-5
+
+
+def test_tiled_backward_matches_naive():
+    q, k, v = (t.requires_grad_() for t in _qkv(20, 30))
+    grads = torch.autograd.grad(tiled_attention(q, k, v, block_size_q=7, block_size_k=6).sum(), (q, k, v))
+    ref = torch.autograd.grad(naive_attention(q, k, v).sum(), (q, k, v))
+    for g, r in zip(grads, ref, strict=True):
+        assert float((g - r).abs().max()) < 1e-10
+
+
+def test_tiled_needs_a_fraction_of_naive_extra_memory():
+    q, k, v = _qkv(1024, 1024, E=64, Ev=64, batch=(1,), dtype=torch.float32)
+    naive = peak_memory(lambda: naive_attention(q, k, v))
+    tiled = peak_memory(lambda: tiled_attention(q, k, v, block_size_q=128, block_size_k=128))
+    scores_bytes = 1024 * 1024 * 4
+    assert naive >= 2 * scores_bytes  # scores and weights both exist at once
+    assert tiled * 8 <= naive
+
+
+def test_peak_memory_measures_an_allocation():
+    assert peak_memory(lambda: torch.empty(1_000_000, dtype=torch.float64)) >= 8_000_000
+    assert peak_memory(lambda: None) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "pattern"),
+    [
+        ((torch.zeros(2, 4), torch.zeros(3, 5), torch.zeros(3, 2)), {}, ValueError, r"query and key must have the same size E.*\(2, 4\).*\(3, 5\)"),
+        ((torch.zeros(2, 4), torch.zeros(3, 4), torch.zeros(5, 2)), {}, ValueError, r"key and value must have the same length S.*\(3, 4\).*\(5, 2\)"),
+        ((torch.zeros(4), torch.zeros(3, 4), torch.zeros(3, 2)), {}, ValueError, r"query must have at least 2 dimensions.*\(4"),
+        ((torch.zeros(2, 4, dtype=torch.long), torch.zeros(3, 4), torch.zeros(3, 2)), {}, TypeError, r"query must have a floating-point dtype"),
+        ((torch.zeros(2, 4), torch.zeros(3, 4), torch.zeros(3, 2)), {"block_size_q": 0}, ValueError, r"block_size_q"),
+        ((torch.zeros(2, 4), torch.zeros(0, 4), torch.zeros(0, 2)), {}, ValueError, r"key must hold at least one position"),
+    ],
+)
+def test_bad_input(args, kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        tiled_attention(*args, **kwargs)
+
+
+def test_online_softmax_bad_input():
+    with pytest.raises(ValueError, match="entirely -inf"):
+        online_softmax(torch.full((2, 3), -math.inf))
+    with pytest.raises(ValueError, match="block_size"):
+        online_softmax(torch.zeros(3), block_size=0)
+    with pytest.raises(TypeError, match="scores must have a floating-point dtype"):
+        online_softmax(torch.zeros(3, dtype=torch.long))
