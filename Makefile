@@ -23,13 +23,14 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 NBVAL := python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help install book execute test lint typecheck unit nbval build lab lock clean reproduce
+.PHONY: help install book execute test lint typecheck unit nbval build lab lock clean reproduce bench
 
 help:
 	@echo "make book     build the HTML book (creates .venv and installs the pinned set on first use)"
 	@echo "make test     ruff, mypy, pytest tests/, nbval over every chapter, and the book build with -W"
 	@echo "make execute  re-execute every chapter notebook in place (the only way stored outputs are made)"
 	@echo "make lab      open the chapters in JupyterLab with attnlib importable"
+	@echo "make bench    time attnlib against PyTorch (ratios table, _build/bench.csv)"
 	@echo "make reproduce  nbval under 1 and 2 threads, ATEN_CPU_CAPABILITY default/avx2/native, twice each"
 
 install: $(STAMP)
@@ -77,6 +78,10 @@ reproduce: $(STAMP)
 	  echo "== nbval: ATTNLIB_NUM_THREADS=$$threads ATEN_CPU_CAPABILITY=$$cap run $$run"; \
 	  ATTNLIB_NUM_THREADS=$$threads $(NBVAL) -q $(NOTEBOOKS) | tail -n 1; \
 	done; done; done
+
+# attnlib side by side with its PyTorch twins; prints a table of ratios, writes _build/bench.csv.
+bench: $(STAMP)
+	python bench/run_bench.py --threads $(ATTNLIB_NUM_THREADS)
 
 lab: $(STAMP)
 	ATTNLIB_PROGRESS=1 jupyter lab chapters/
