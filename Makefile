@@ -23,11 +23,12 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 NBVAL := python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help install book execute test lint typecheck unit nbval build lab lock clean reproduce bench
+.PHONY: help install book execute test lint typecheck unit nbval browser build lab lock clean reproduce bench
 
 help:
 	@echo "make book     build the HTML book (creates .venv and installs the pinned set on first use)"
-	@echo "make test     ruff, mypy, pytest tests/, nbval over every chapter, and the book build with -W"
+	@echo "make test     ruff, mypy, pytest tests/, nbval over every chapter, the book build with -W,"
+	@echo "              and every built page checked in headless Chromium (make browser)"
 	@echo "make execute  re-execute every chapter notebook in place (the only way stored outputs are made)"
 	@echo "make lab      open the chapters in JupyterLab with attnlib importable"
 	@echo "make bench    time attnlib against PyTorch (ratios table, _build/bench.csv)"
@@ -43,7 +44,10 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
 	@touch $@
 
+# The HTML is rewritten from scratch each time (the parsed pages are cached in _build/.doctrees):
+# an incremental build keeps old sidebars and prev/next links after a chapter joins the TOC.
 book: $(STAMP)
+	rm -rf _build/html
 	jupyter-book build . -W -n --keep-going
 	@echo "The book: file://$(CURDIR)/_build/html/index.html"
 
@@ -64,9 +68,15 @@ unit: $(STAMP)
 nbval: $(STAMP)
 	$(NBVAL) $(NOTEBOOKS)
 
+# Every page of the built book in headless Chromium (Debian's chromium; .ci/run installs it):
+# MathJax typeset, images loaded, clean console, no other host, TOC and prev/next resolve.
+# Screenshots of the intro and each chapter land in _build/screenshots/.
+browser: book
+	python -m pytest tests/browser -p no:cacheprovider
+
 test: $(STAMP)
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory lint typecheck unit nbval book; \
+	$(MAKE) --no-print-directory lint typecheck unit nbval book browser; \
 	echo "make test: everything passed in $$(( $$(date +%s) - start )) s"
 
 # The stored outputs must not depend on the thread count, on the CPU code path PyTorch picks

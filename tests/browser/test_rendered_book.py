@@ -1,0 +1,510 @@
+"""The built book, opened page by page in headless Chromium.
+
+`make browser` (part of `make test`) builds the book, then this module serves `_build/html` on
+127.0.0.1 and checks every page the way a reader sees it: MathJax has typeset every formula,
+every image has loaded, the console is clean, nothing is fetched from another host, and the
+table of contents and the previous/next links lead to pages (and anchors) that exist. A full-page
+screenshot of the intro and of every chapter is saved under `_build/screenshots/` for a person.
+
+Chromium is Debian's `chromium` package, driven by Playwright with no browser download. Where it
+is missing the module is skipped, except in CI (CI set) or with ATTNLIB_REQUIRE_BROWSER=1, where
+it fails. ATTNLIB_CHROMIUM=/path/to/chrome picks another Chromium or Chrome binary.
+
+The pages are visited concurrently, once, by a session fixture; each page's test then reports
+what was found on that page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import http.server
+import os
+import shutil
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+HOST = "127.0.0.1"
+
+# Without the background-networking flags Chromium contacts Google hosts on its own. The
+# resolver rule makes every host but 127.0.0.1 unresolvable, so the test never leaves the
+# machine; a request to another host is still seen, and reported, by the page's listener.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    f"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE {HOST}",
+]
+VIEWPORT_WIDTH, VIEWPORT_HEIGHT = 1400, 900  # wide enough for both sidebars of the theme
+PAGE_TIMEOUT_MS = 30_000
+JOBS = max(2, min(4, os.cpu_count() or 2))  # pages open at once
+
+INSTALL_HELP = (
+    "The browser test needs Chromium. On Debian/Ubuntu: "
+    "`sudo apt-get install -y --no-install-recommends chromium fonts-wqy-microhei` "
+    "(fonts-wqy-microhei only so that Chinese text in the screenshots is not drawn as boxes); "
+    "elsewhere install Chromium or Chrome and set ATTNLIB_CHROMIUM=/path/to/chrome. "
+    "Playwright itself comes with `make install` (requirements.lock); it downloads no browser."
+)
+
+
+def _browser_required() -> bool:
+    return bool(os.environ.get("CI")) or os.environ.get("ATTNLIB_REQUIRE_BROWSER") == "1"
+
+
+def _find_chromium() -> tuple[str | None, str]:
+    """The Chromium binary to use, or None and why none was found."""
+    override = os.environ.get("ATTNLIB_CHROMIUM")
+    if override:
+        if Path(override).is_file() and os.access(override, os.X_OK):
+            return override, ""
+        return None, f"ATTNLIB_CHROMIUM={override} is not an executable file."
+    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate, ""
+    return None, "No Chromium found (looked for /usr/bin/chromium and chromium on PATH)."
+
+
+def _unavailable(reason: str) -> None:
+    message = f"{reason} {INSTALL_HELP}"
+    if _browser_required():
+        pytest.fail(f"{message} Not skipped: CI or ATTNLIB_REQUIRE_BROWSER=1 is set.", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
+CHROMIUM, _why = _find_chromium()
+if CHROMIUM is None:
+    _unavailable(_why)
+try:
+    from playwright.async_api import (
+        Browser,
+        BrowserContext,
+        ConsoleMessage,
+        Request,
+        Response,
+        async_playwright,
+    )
+except ImportError:  # pragma: no cover - playwright is pinned in requirements.lock
+    _unavailable("The Python package playwright is not installed (run `make install`).")
+
+if not (SITE / "intro.html").is_file():
+    pytest.fail(f"No built book in {SITE}: run `make book` first (`make browser` does).", pytrace=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# The built site, read statically: which pages exist and in which order the TOC lists them.
+
+
+class _TocParser(HTMLParser):
+    """The hrefs of the links inside <nav class="bd-docs-nav">, in document order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0  # > 0 while inside the docs nav
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "nav" and (self.depth or "bd-docs-nav" in (attributes.get("class") or "").split()):
+            self.depth += 1
+        elif self.depth and tag == "a" and attributes.get("href"):
+            self.hrefs.append(str(attributes["href"]))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "nav" and self.depth:
+            self.depth -= 1
+
+
+class _IdParser(HTMLParser):
+    """Every id (and <a name>) in a page: the anchors a link's fragment may point to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for key, value in attrs:
+            if value and (key == "id" or (key == "name" and tag == "a")):
+                self.ids.add(value)
+
+
+def _site_pages() -> list[str]:
+    """Every HTML page of the built site, relative to it; index.html only redirects to intro."""
+    pages = []
+    for path in sorted(SITE.rglob("*.html")):
+        rel = path.relative_to(SITE).as_posix()
+        if rel.split("/")[0] in {"_static", "_sources", "_images"} or rel == "index.html":
+            continue
+        pages.append(rel)
+    return pages
+
+
+def _toc_order() -> list[str]:
+    """The pages in the order the left sidebar of intro.html lists them (fragments dropped)."""
+    parser = _TocParser()
+    parser.feed((SITE / "intro.html").read_text(encoding="utf-8"))
+    order: list[str] = []
+    for href in parser.hrefs:
+        target = urllib.parse.urljoin("intro.html", href.split("#")[0] or "intro.html")
+        if "://" not in href and target not in order:
+            order.append(target)
+    return order
+
+
+PAGES = _site_pages()
+TOC = _toc_order()
+NO_TOC_PAGES = {"genindex.html", "search.html"}  # reached from the header, not from the TOC
+# Sphinx rewrites only the pages whose source changed: after a page is added to _toc.yml its
+# neighbours keep their old sidebar and previous/next links until a full build.
+STALE = " (a stale incremental build? `rm -rf _build/html && make book` rebuilds every page)"
+
+
+def _screenshot_name(page: str) -> str | None:
+    if page == "intro.html" or page.startswith("chapters/"):
+        return Path(page).stem
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# What the browser is asked once a page has loaded.
+
+# Resolves once MathJax has typeset the page (at once where the page loads no MathJax).
+WAIT_FOR_MATHJAX = """async () => {
+  if (!document.querySelector('script[src*="mathjax"]')) return 'none';
+  const t0 = Date.now();
+  while (!(window.MathJax && MathJax.startup && MathJax.startup.promise)) {
+    if (Date.now() - t0 > 20000) return 'MathJax did not start within 20 s';
+    await new Promise(r => setTimeout(r, 25));
+  }
+  await MathJax.startup.promise;
+  return 'done';
+}"""
+
+# The images that did not load (after giving lazy ones their chance); then the web fonts.
+WAIT_FOR_IMAGES = """async () => {
+  const images = Array.from(document.images);
+  for (const img of images) if (img.loading === 'lazy') img.loading = 'eager';
+  const settled = Promise.all(images.map(img => img.complete ? null : new Promise(r => {
+    img.addEventListener('load', r, {once: true});
+    img.addEventListener('error', r, {once: true});
+  })));
+  await Promise.race([settled, new Promise(r => setTimeout(r, 10000))]);
+  await document.fonts.ready;
+  return images.filter(img => !(img.complete && img.naturalWidth > 0))
+               .map(img => img.getAttribute('src'));
+}"""
+
+INSPECT = r"""() => {
+  const out = {};
+  const snippet = s => (s || '').replace(/\s+/g, ' ').trim().slice(0, 120);
+  // Text left with TeX delimiters outside code: a formula MathJax did not typeset.
+  const skipTags = new Set(['SCRIPT', 'STYLE', 'PRE', 'CODE', 'KBD', 'SAMP', 'TEXTAREA',
+                            'NOSCRIPT', 'TEMPLATE', 'MJX-CONTAINER']);
+  const tex = /\$\$|\$[^\s$](?:[^$\n]*[^\s$])?\$|\\\(|\\\[|\\begin\{/;
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  out.rawTex = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    let skip = false;
+    for (let el = node.parentElement; el; el = el.parentElement) {
+      if (skipTags.has(el.tagName) || el.classList.contains('highlight')) { skip = true; break; }
+    }
+    if (!skip && tex.test(node.data)) out.rawTex.push(snippet(node.data));
+  }
+  // Sphinx marks every formula with class "math"; each must now hold MathJax output.
+  const maths = Array.from(document.querySelectorAll('.math'));
+  out.mathCount = maths.length;
+  out.containers = document.querySelectorAll('mjx-container').length;
+  out.untypeset = maths.filter(m => !m.querySelector('mjx-container')).map(m => snippet(m.textContent));
+  out.mathjaxLoaded = !!window.MathJax;
+  // TeX errors: <merror>, and undefined macros (which noundefined draws as red mtext).
+  out.texErrors = Array.from(document.querySelectorAll(
+      'mjx-merror, mjx-assistive-mml merror, mjx-assistive-mml mtext[mathcolor="red"]'))
+    .map(e => snippet(e.getAttribute('data-mjx-error') || e.textContent || e.tagName));
+  const links = sel => Array.from(document.querySelectorAll(sel)).map(a => ({
+    href: a.href, raw: a.getAttribute('href'), text: snippet(a.textContent)}));
+  out.prev = links('.prev-next-area a.left-prev');
+  out.next = links('.prev-next-area a.right-next');
+  out.prevNext = links('.prev-next-area a[href]');
+  out.toc = links('nav.bd-docs-nav a[href]');
+  out.all = links('a[href]');
+  out.title = document.title;
+  return out;
+}"""
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving the site and visiting its pages.
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def base_url() -> Iterator[str]:
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer((HOST, 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{HOST}:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class Visit:
+    """What one page showed in the browser."""
+
+    name: str
+    problems: list[str] = field(default_factory=list)  # found while visiting
+    info: dict[str, Any] = field(default_factory=dict)  # the answer to INSPECT
+    final_url: str = ""
+    seconds: float = 0.0
+
+
+async def _visit(context: BrowserContext, base_url: str, name: str, screenshot: str | None) -> Visit:
+    visit = Visit(name)
+    foreign: list[str] = []
+    console: list[str] = []
+    failed: list[str] = []
+
+    def on_request(request: Request) -> None:
+        parts = urllib.parse.urlsplit(request.url)
+        if parts.scheme not in {"data", "blob", "about"} and parts.hostname != HOST:
+            foreign.append(request.url)
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type != "error":
+            return
+        where = message.location.get("url", "")
+        # The browser asks for /favicon.ico by itself; the site has none and the page is not to blame.
+        if urllib.parse.urlsplit(where).path == "/favicon.ico":
+            return
+        console.append(f"{message.text} (at {where}:{message.location.get('lineNumber', '?')})")
+
+    def on_request_failed(request: Request) -> None:
+        failed.append(f"{request.url}: {request.failure}")
+
+    def on_response(response: Response) -> None:
+        if response.status >= 400 and urllib.parse.urlsplit(response.url).path != "/favicon.ico":
+            failed.append(f"{response.url}: HTTP {response.status}")
+
+    start = time.monotonic()
+    page = await context.new_page()
+    page.on("request", on_request)
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: console.append(f"uncaught {error.name}: {error.message}"))
+    page.on("requestfailed", on_request_failed)
+    page.on("response", on_response)
+    page.on("websocket", lambda ws: foreign.append(ws.url))
+    try:
+        response = await page.goto(base_url + name, wait_until="load")
+        if name == "index.html":
+            await page.wait_for_url(base_url + "intro.html", timeout=10_000)
+        elif response is None or response.status != 200:
+            visit.problems.append(f"HTTP {response and response.status}")
+        else:
+            state = await page.evaluate(WAIT_FOR_MATHJAX)
+            if state not in {"none", "done"}:
+                visit.problems.append(state)
+            for src in await page.evaluate(WAIT_FOR_IMAGES):
+                visit.problems.append(f"image did not load: {src}")
+            visit.info = await page.evaluate(INSPECT)
+            if screenshot:
+                await page.screenshot(path=str(SCREENSHOTS / f"{screenshot}.png"), full_page=True)
+            await page.wait_for_timeout(50)  # let late console messages arrive
+        visit.final_url = page.url
+    except Exception as error:  # a timeout or a crash is this page's failure, not the session's
+        visit.problems.append(f"{type(error).__name__}: {error}")
+    finally:
+        await page.close()
+    visit.problems += [f"console error: {message}" for message in console]
+    visit.problems += [f"request to a host other than {HOST}: {url}" for url in dict.fromkeys(foreign)]
+    visit.problems += [f"request failed: {entry}" for entry in dict.fromkeys(failed)]
+    visit.seconds = time.monotonic() - start
+    return visit
+
+
+async def _visit_all(base_url: str, names: list[str]) -> dict[str, Visit]:
+    async with async_playwright() as playwright:
+        browser: Browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            context = await browser.new_context(
+                viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT}, color_scheme="light"
+            )
+            context.set_default_timeout(PAGE_TIMEOUT_MS)
+            slots = asyncio.Semaphore(JOBS)
+
+            async def one(name: str) -> Visit:
+                async with slots:
+                    return await _visit(context, base_url, name, _screenshot_name(name))
+
+            visits = await asyncio.gather(*(one(name) for name in names))
+        finally:
+            await browser.close()
+    return {visit.name: visit for visit in visits}
+
+
+@pytest.fixture(scope="session")
+def visits(request: pytest.FixtureRequest, base_url: str) -> dict[str, Visit]:
+    """Every page this session's tests ask about, visited once, several at a time."""
+    names = ["index.html"]
+    for item in request.session.items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "name" in callspec.params and item.path == Path(__file__):
+            names.append(callspec.params["name"])
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
+    start = time.monotonic()
+    result = asyncio.run(_visit_all(base_url, list(dict.fromkeys(names))))
+    print(f"\n{len(result)} pages visited in {time.monotonic() - start:.1f} s ({JOBS} at a time)")
+    return result
+
+
+class _Fetcher:
+    """HTTP GETs against the local server, cached: (status, anchors of the page)."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, tuple[int, set[str]]] = {}
+
+    def get(self, url: str) -> tuple[int, set[str]]:
+        if url not in self.cache:
+            try:
+                with urllib.request.urlopen(url, timeout=10) as response:
+                    status, body = response.status, response.read()
+                    is_html = "html" in response.headers.get("Content-Type", "")
+            except urllib.error.HTTPError as error:
+                status, body, is_html = error.code, b"", False
+            ids: set[str] = set()
+            if is_html:
+                parser = _IdParser()
+                parser.feed(body.decode("utf-8", "replace"))
+                ids = parser.ids
+            self.cache[url] = (status, ids)
+        return self.cache[url]
+
+
+@pytest.fixture(scope="session")
+def fetcher() -> _Fetcher:
+    return _Fetcher()
+
+
+def _path_of(url: str, base_url: str) -> str | None:
+    """The site-relative path (no fragment) of a URL on the local server, else None."""
+    if not url.startswith(base_url):
+        return None
+    return urllib.parse.unquote(urllib.parse.urldefrag(url)[0][len(base_url) :])
+
+
+def _broken(link: dict[str, str], base_url: str, fetcher: _Fetcher) -> str | None:
+    """Why a link into the site is broken; None where it resolves or leads off the site."""
+    url, fragment = urllib.parse.urldefrag(link["href"])
+    if not url.startswith(base_url):
+        return None
+    status, ids = fetcher.get(url)
+    if status != 200:
+        return f"{link['raw']!r} ({link['text']!r}) -> HTTP {status}"
+    fragment = urllib.parse.unquote(fragment)
+    if fragment and fragment not in ids:
+        return f"{link['raw']!r} ({link['text']!r}) -> no #{fragment} in {url[len(base_url) :]}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The tests.
+
+
+def test_toc_lists_every_page() -> None:
+    """Every page the TOC lists was built, and every built page (bar index/search) is in the TOC."""
+    assert TOC and TOC[0] == "intro.html", f"intro.html's sidebar TOC starts with {TOC[:1]}"
+    missing = [page for page in TOC if page not in PAGES]
+    assert not missing, f"the TOC of intro.html links to pages that were not built: {missing}"
+    orphans = [page for page in PAGES if page not in TOC and page not in NO_TOC_PAGES]
+    assert not orphans, f"built pages that the TOC does not list: {orphans}"
+
+
+def test_index_redirects_to_intro(visits: dict[str, Visit], base_url: str) -> None:
+    visit = visits["index.html"]
+    assert not visit.problems, "index.html:\n  " + "\n  ".join(visit.problems)
+    assert visit.final_url == base_url + "intro.html", f"index.html ends at {visit.final_url}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_renders(name: str, visits: dict[str, Visit], base_url: str, fetcher: _Fetcher) -> None:
+    visit = visits[name]
+    problems = list(visit.problems)
+    info = visit.info
+    if info:
+        # MathJax: every formula typeset, none in error, no TeX left in the visible text.
+        if info["mathCount"] and not info["mathjaxLoaded"]:
+            problems.append(f"{info['mathCount']} formulas but MathJax is not loaded")
+        elif info["mathCount"] and not info["containers"]:
+            problems.append(f"{info['mathCount']} formulas but no mjx-container: MathJax typeset none")
+        problems += [f"formula not typeset by MathJax: {text!r}" for text in info["untypeset"][:5]]
+        problems += [f"TeX error in a formula: {text!r}" for text in info["texErrors"][:5]]
+        problems += [f"raw TeX in the visible text: {text!r}" for text in info["rawTex"][:5]]
+
+        # Navigation: the TOC and previous/next exist and lead to pages and anchors that exist.
+        if not info["toc"]:
+            problems.append("no table of contents (nav.bd-docs-nav has no links)")
+        for where, links in (("TOC", info["toc"]), ("prev/next", info["prevNext"])):
+            problems += [
+                f"{where} link leaves the site: {link['raw']!r}"
+                for link in links
+                if _path_of(link["href"], base_url) is None
+            ]
+        for link in info["all"]:
+            why = _broken(link, base_url, fetcher)
+            if why:
+                problems.append(f"broken link: {why}")
+        listed = {_path_of(link["href"], base_url) for link in info["toc"]}
+        if info["toc"] and listed != set(TOC):
+            lacks = [page for page in TOC if page not in listed]
+            extra = sorted(str(page) for page in listed - set(TOC))
+            problems.append(
+                f"the TOC here differs from intro.html's: lacks {lacks}, adds {extra}{STALE}"
+            )
+        if name in TOC:
+            i = TOC.index(name)
+            expected = {
+                "previous": TOC[i - 1] if i > 0 else None,
+                "next": TOC[i + 1] if i + 1 < len(TOC) else None,
+            }
+            for label, found in (("previous", info["prev"]), ("next", info["next"])):
+                got = _path_of(found[0]["href"], base_url) if found else None
+                if got != expected[label]:
+                    problems.append(
+                        f"{label} link goes to {got}; the TOC order says {expected[label]}{STALE}"
+                    )
+
+    title = f" ({info['title']!r})" if info else ""
+    if problems:
+        pytest.fail(f"{name}{title}:\n  " + "\n  ".join(problems), pytrace=False)
+    if info and info["mathCount"]:
+        print(f"{name}: {info['containers']} formulas typeset ({visit.seconds:.1f} s)")
