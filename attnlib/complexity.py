@@ -119,7 +119,7 @@ class SelfAttentionLayer(nn.Module):
     r"""Self-attention without projections, :math:`Y = \mathrm{softmax}(XX^\top/\sqrt d)\,X`.
 
     The part of a self-attention layer that Table 1 counts: every position against every
-    other. (The projections :math:`W^Q, W^K, W^V, W^O` of :class:`MultiHeadAttention` add
+    other. (The projections :math:`W^Q, W^K, W^V, W^O` of :class:`~attnlib.multihead.MultiHeadAttention` add
     :math:`O(nd^2)`, the same order as a recurrent layer.) No parameters.
 
     Shape:
@@ -134,7 +134,7 @@ class SelfAttentionLayer(nn.Module):
 
 
 class MultiHeadSelfAttentionLayer(nn.Module):
-    """:class:`MultiHeadAttention` called as ``MultiHead(X, X, X)``, returning the output only.
+    """:class:`~attnlib.multihead.MultiHeadAttention` called as ``MultiHead(X, X, X)``, returning the output only.
 
     Shape:
         - x: (B, n, d)

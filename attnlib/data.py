@@ -256,7 +256,7 @@ class Frame:
 
     @property
     def triple(self) -> tuple[str, str, str]:
-        """(subject, verb, object): the unit :func:`split` holds out."""
+        """The triple (subject, verb, object), the unit that :func:`split` holds out."""
         return (self.subject, self.verb, self.object)
 
 
@@ -285,7 +285,7 @@ class Pair:
 
 
 NOTE_EXAMPLE: Final[Frame] = Frame(subject="我", verb="爱", object="机器学习")
-"""The source note's example: 我 爱 机器学习 → "i love machine learning"."""
+"""The source note's example, 我 爱 机器学习 → "i love machine learning"."""
 
 
 def _check_frame(frame: Frame) -> None:
@@ -425,7 +425,7 @@ _P_TIME, _P_PAST, _P_NEGATED, _P_PLACE, _P_COMPANION, _P_DOU = 0.5, 0.35, 0.3, 0
 _MAX_PAIRS: Final = 50_000
 
 DEFAULT_N_PAIRS: Final = 4000
-"""Default corpus size: a GRU with additive attention trains on it in well under a minute."""
+"""The default corpus size; a GRU with additive attention trains on it in well under a minute."""
 
 
 def _sample_frame(rng: random.Random) -> Frame:

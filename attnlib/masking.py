@@ -222,7 +222,7 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
         dim: the dimension to normalise over (the keys).
 
     Shape:
-        - scores: (*, S) with S along ``dim``, e.g. (B, H, L, S)
+        - scores: (..., S) with S along ``dim``, e.g. (B, H, L, S)
         - mask: broadcastable to ``scores``, e.g. (B, 1, 1, S) or (L, S)
         - output: same as ``scores``
 
@@ -266,11 +266,11 @@ def softmax_with_temperature(
     the uniform distribution over the allowed keys.
 
     Shape:
-        - scores: (*, S); mask: broadcastable to ``scores``; output: same as ``scores``
+        - scores: (..., S); mask: broadcastable to ``scores``; output: same as ``scores``
 
     Raises:
-        ValueError: if ``temperature`` is not finite and > 0.
-        The errors of :func:`masked_softmax`.
+        ValueError: if ``temperature`` is not finite and > 0, and as :func:`masked_softmax`.
+        TypeError: as :func:`masked_softmax`.
     """
     check_positive("temperature", temperature)
     scores = check_tensor("scores", scores)
