@@ -1,0 +1,356 @@
+r"""Sequence to sequence with additive (Bahdanau) attention: a GRU encoder-decoder.
+
+The encoder reads the source in both directions; its state at source position j is
+:math:`\mathbf h_j = [\overrightarrow{\mathbf h}_j; \overleftarrow{\mathbf h}_j]`. At every target
+step the decoder asks which source positions matter now: its previous state is the **query**,
+the encoder states are the **keys** and also the **values**, and the additive score of
+:class:`attnlib.scoring.AdditiveScore` weighs them {Bahdanau et al. 2015}:
+
+.. math::
+
+    e_{tj} = \mathbf w_v^\top \tanh(\mathbf W_q \mathbf s_{t-1} + \mathbf W_k \mathbf h_j + \mathbf b),
+    \qquad
+    \alpha_{tj} = \operatorname{softmax}_j(e_{tj}),
+    \qquad
+    \mathbf c_t = \sum_j \alpha_{tj} \mathbf h_j .
+
+The context :math:`\mathbf c_t` is fed into the decoder GRU with the previous target word
+(input feeding) and into the output layer. With ``use_attention=False`` the same model uses one
+fixed context for every step, the mean of the encoder states: attention whose weights are
+uniform over the source words, :math:`\alpha_{tj} = 1/S_b`.
+
+Sources are packed (:func:`torch.nn.utils.rnn.pack_padded_sequence`), so a sentence gets the
+same encoding alone as in a batch with longer sentences, and the padding mask made by
+:func:`attnlib.masking.lengths_to_mask` gives padded source positions a weight of exactly zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from attnlib._checks import check_int, check_tensor, shape_str
+from attnlib.masking import lengths_to_mask
+from attnlib.scoring import AdditiveScore, KeyValueAttention
+
+__all__ = [
+    "AttentionDecoder",
+    "Encoder",
+    "Seq2Seq",
+    "Seq2SeqConfig",
+    "check_source",
+    "greedy_decode",
+]
+
+
+@dataclass(frozen=True)
+class Seq2SeqConfig:
+    """Sizes of a :class:`Seq2Seq` model.
+
+    Args:
+        src_vocab_size: number of source token ids (``len(src_vocab)``).
+        tgt_vocab_size: number of target token ids (``len(tgt_vocab)``).
+        embed_dim: size of the source and target word embeddings.
+        hidden_size: H, the size of each encoder direction and of the decoder state. The encoder
+            states (keys and values) have size 2H.
+        attention_size: h, the hidden size of the additive score.
+        use_attention: additive attention (True), or one fixed context, the mean of the encoder
+            states, for every step (False).
+        max_src_len: the longest source the model accepts; longer ones raise ``ValueError``.
+        pad_id: the id of ``<pad>`` in both vocabularies.
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    embed_dim: int = 32
+    hidden_size: int = 64
+    attention_size: int = 64
+    use_attention: bool = True
+    max_src_len: int = 64
+    pad_id: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab_size", "tgt_vocab_size"):
+            check_int(name, getattr(self, name), minimum=2)
+        for name in ("embed_dim", "hidden_size", "attention_size", "max_src_len"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("pad_id", self.pad_id, minimum=0)
+        if not isinstance(self.use_attention, bool):
+            raise TypeError(f"use_attention must be a bool, got {type(self.use_attention).__name__}")
+
+
+def check_source(
+    src: Tensor, src_lengths: Tensor, vocab_size: int, max_src_len: int | None = None
+) -> None:
+    """Check a padded batch of source ids and its lengths.
+
+    Shape:
+        - src: (B, S), integer ids in [0, ``vocab_size``)
+        - src_lengths: (B,), integers in [1, S]
+
+    Raises:
+        TypeError: if ``src`` or ``src_lengths`` is not an integer tensor.
+        ValueError: if a shape is wrong, the batch or a sentence is empty, a length exceeds S or
+            ``max_src_len``, or an id is outside the vocabulary.
+    """
+    check_tensor("src", src)
+    check_tensor("src_lengths", src_lengths)
+    for name, value in (("src", src), ("src_lengths", src_lengths)):
+        if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+            raise TypeError(f"{name} must hold integer ids, got dtype {value.dtype}")
+    if src.ndim != 2:
+        raise ValueError(f"src must have 2 dimensions (B, S), got shape {shape_str(src.shape)}")
+    if src_lengths.shape != (src.shape[0],):
+        raise ValueError(
+            f"src_lengths must have shape (B,) = ({src.shape[0]},) for src of shape "
+            f"{shape_str(src.shape)}, got shape {shape_str(src_lengths.shape)}"
+        )
+    if src.shape[0] == 0 or src.shape[1] == 0:
+        raise ValueError(f"src is empty: got shape {shape_str(src.shape)}, need B >= 1 and S >= 1")
+    if bool((src_lengths < 1).any()):
+        i = int((src_lengths < 1).nonzero()[0, 0])
+        raise ValueError(
+            f"src_lengths[{i}] = {int(src_lengths[i])}: sentence {i} is empty, every source "
+            f"sentence needs at least one token"
+        )
+    longest = int(src_lengths.max())
+    if longest > src.shape[1]:
+        raise ValueError(
+            f"src_lengths has a length {longest} greater than S = {src.shape[1]} of src of shape "
+            f"{shape_str(src.shape)}"
+        )
+    if max_src_len is not None and longest > max_src_len:
+        raise ValueError(
+            f"src holds a sentence of length {longest}, longer than the model's max_src_len = "
+            f"{max_src_len} (src of shape {shape_str(src.shape)})"
+        )
+    if bool(((src < 0) | (src >= vocab_size)).any()):
+        bad = int(src[(src < 0) | (src >= vocab_size)][0])
+        raise ValueError(f"src holds id {bad}, outside the source vocabulary [0, {vocab_size})")
+
+
+class Encoder(nn.Module):
+    r"""Bidirectional GRU encoder over packed sequences.
+
+    .. math::
+
+        \overrightarrow{\mathbf h}_j = \mathrm{GRU}_\rightarrow(\mathbf x_j,
+            \overrightarrow{\mathbf h}_{j-1}), \qquad
+        \overleftarrow{\mathbf h}_j = \mathrm{GRU}_\leftarrow(\mathbf x_j,
+            \overleftarrow{\mathbf h}_{j+1}), \qquad
+        \mathbf h_j = [\overrightarrow{\mathbf h}_j; \overleftarrow{\mathbf h}_j]
+
+    Each sentence is read over its own length only: the backward GRU starts at the sentence's
+    last word, not at the padding after it. The final state is
+    :math:`[\overrightarrow{\mathbf h}_{S_b}; \overleftarrow{\mathbf h}_1]`, both directions
+    after reading the whole sentence.
+
+    Shape:
+        - src: (B, S) ids; src_lengths: (B,)
+        - states: (B, S, 2H), zero at padded positions
+        - final: (B, 2H)
+    """
+
+    def __init__(self, vocab_size: int, embed_dim: int, hidden_size: int, pad_id: int = 0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
+        self.rnn = nn.GRU(embed_dim, hidden_size, batch_first=True, bidirectional=True)
+
+    def forward(self, src: Tensor, src_lengths: Tensor) -> tuple[Tensor, Tensor]:
+        """The states (B, S, 2H), zero at padding, and the final state (B, 2H)."""
+        x = self.embedding(src)  # (B, S, E)
+        packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        packed_states, final = self.rnn(packed)  # final: (2, B, H), forward then backward
+        states, _ = pad_packed_sequence(packed_states, batch_first=True,
+                                        total_length=src.shape[1])  # (B, S, 2H)
+        return states, torch.cat([final[0], final[1]], dim=-1)  # (B, S, 2H), (B, 2H)
+
+
+class AttentionDecoder(nn.Module):
+    r"""GRU decoder that attends to the encoder states with an additive score.
+
+    One step, from the previous word :math:`y_{t-1}` and state :math:`\mathbf s_{t-1}`:
+
+    .. math::
+
+        \mathbf c_t = \sum_j \alpha_{tj} \mathbf h_j, \quad
+        \alpha_{tj} = \operatorname{softmax}_j \mathbf w_v^\top
+            \tanh(\mathbf W_q \mathbf s_{t-1} + \mathbf W_k \mathbf h_j + \mathbf b), \quad
+        \mathbf s_t = \mathrm{GRU}([\mathrm{emb}(y_{t-1}); \mathbf c_t], \mathbf s_{t-1}), \quad
+        \mathrm{logits}_t = \mathbf W_o [\mathbf s_t; \mathbf c_t] + \mathbf b_o
+
+    With ``use_attention=False`` the weights are uniform over the source words,
+    :math:`\alpha_{tj} = m_j / \sum_{j'} m_{j'}`, so :math:`\mathbf c_t` is the mean encoder
+    state, the same at every step.
+
+    Args:
+        vocab_size: V, the target vocabulary size.
+        embed_dim: size of the target word embeddings.
+        hidden_size: H, the decoder state size (the query size).
+        key_size: the size of an encoder state (2H for a bidirectional encoder).
+        attention_size: h, the hidden size of the additive score.
+        use_attention: attend (True) or use the uniform weights (False).
+        pad_id: the id of ``<pad>``.
+
+    Shape:
+        - y_prev: (B,) ids; state: (B, H); memory: (B, S, 2H); mask: (B, S) bool
+        - logits: (B, V); new state: (B, H); weights: (B, S)
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        hidden_size: int,
+        key_size: int,
+        attention_size: int,
+        use_attention: bool = True,
+        pad_id: int = 0,
+    ):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
+        self.attention: KeyValueAttention | None = None
+        if use_attention:
+            score = AdditiveScore(hidden_size, key_size, attention_size, bias=True)
+            self.attention = KeyValueAttention(score)
+        self.rnn = nn.GRUCell(embed_dim + key_size, hidden_size)
+        self.out_proj = nn.Linear(hidden_size + key_size, vocab_size)
+
+    def attend(self, state: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """The context and the weights for one step: query = state, keys = values = memory."""
+        if self.attention is None:
+            weights = mask.to(memory.dtype)[:, None, :]  # (B, 1, S)
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+            context = weights @ memory  # (B, 1, 2H)
+        else:
+            context, weights = self.attention(
+                state[:, None, :], memory, memory, mask[:, None, :]
+            )  # (B, 1, 2H), (B, 1, S)
+        return context[:, 0], weights[:, 0]  # (B, 2H), (B, S)
+
+    def step(
+        self, y_prev: Tensor, state: Tensor, memory: Tensor, mask: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """One decoder step: attend with the previous state, update the state, predict a word."""
+        context, weights = self.attend(state, memory, mask)  # (B, 2H), (B, S)
+        rnn_input = torch.cat([self.embedding(y_prev), context], dim=-1)  # (B, E + 2H)
+        state = self.rnn(rnn_input, state)  # (B, H)
+        logits = self.out_proj(torch.cat([state, context], dim=-1))  # (B, V)
+        return logits, state, weights
+
+
+class Seq2Seq(nn.Module):
+    r"""Encoder-decoder with additive attention (or a fixed context), trained by teacher forcing.
+
+    :meth:`forward` feeds the true previous word at every step (teacher forcing, the targets
+    shifted right: ``tgt_in`` = ``<bos> y_1 ... y_n``) and returns the logits for
+    ``y_1 ... y_n <eos>``. The first decoder state is
+    :math:`\mathbf s_0 = \tanh(\mathbf W_s [\overrightarrow{\mathbf h}_{S}; \overleftarrow{\mathbf h}_1])`.
+    Use :func:`greedy_decode` to translate.
+
+    Args:
+        config: the sizes, see :class:`Seq2SeqConfig`.
+
+    Shape:
+        - src: (B, S) ids; src_lengths: (B,); tgt_in: (B, L) ids
+        - logits: (B, L, V); weights: (B, L, S), exactly zero where the source is padding
+
+    Raises:
+        TypeError, ValueError: from :func:`check_source` for a bad source, and ValueError if
+            ``tgt_in`` is not (B, L) with L >= 1 or holds an id outside the target vocabulary.
+    """
+
+    def __init__(self, config: Seq2SeqConfig):
+        super().__init__()
+        if not isinstance(config, Seq2SeqConfig):
+            raise TypeError(f"config must be a Seq2SeqConfig, got {type(config).__name__}")
+        self.config = config
+        c = config
+        self.encoder = Encoder(c.src_vocab_size, c.embed_dim, c.hidden_size, c.pad_id)
+        self.init_proj = nn.Linear(2 * c.hidden_size, c.hidden_size)
+        self.decoder = AttentionDecoder(
+            c.tgt_vocab_size, c.embed_dim, c.hidden_size, 2 * c.hidden_size, c.attention_size,
+            use_attention=c.use_attention, pad_id=c.pad_id,
+        )
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Encode a padded batch: the memory (keys and values), its mask, the first state.
+
+        Shape:
+            memory: (B, S, 2H); mask: (B, S) bool, True at real words; state: (B, H)
+        """
+        check_source(src, src_lengths, self.config.src_vocab_size, self.config.max_src_len)
+        memory, final = self.encoder(src, src_lengths)  # (B, S, 2H), (B, 2H)
+        mask = lengths_to_mask(src_lengths.to(memory.device), src.shape[1])  # (B, S)
+        state = torch.tanh(self.init_proj(final))  # (B, H)
+        return memory, mask, state
+
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+        """Teacher-forced logits (B, L, V) and attention weights (B, L, S) for ``tgt_in``."""
+        check_tensor("tgt_in", tgt_in)
+        if tgt_in.ndim != 2 or tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
+            raise ValueError(
+                f"tgt_in must have shape (B, L) with B = {src.shape[0]} (the batch size of src) "
+                f"and L >= 1, got shape {shape_str(tgt_in.shape)}"
+            )
+        if bool(((tgt_in < 0) | (tgt_in >= self.config.tgt_vocab_size)).any()):
+            raise ValueError(
+                f"tgt_in holds an id outside the target vocabulary [0, {self.config.tgt_vocab_size})"
+            )
+        memory, mask, state = self.encode(src, src_lengths)
+        logits, weights = [], []
+        for t in range(tgt_in.shape[1]):
+            step_logits, state, step_weights = self.decoder.step(tgt_in[:, t], state, memory, mask)
+            logits.append(step_logits)
+            weights.append(step_weights)
+        return torch.stack(logits, dim=1), torch.stack(weights, dim=1)  # (B, L, V), (B, L, S)
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: Seq2Seq, src: Tensor, src_lengths: Tensor, max_len: int, bos_id: int, eos_id: int
+) -> tuple[Tensor, Tensor]:
+    r"""Translate a batch greedily: at each step feed back the most probable word.
+
+    .. math::
+
+        \hat y_t = \operatorname*{arg\,max}_y \, p(y \mid \hat y_{<t}, \mathbf x), \qquad
+        \hat y_0 = \texttt{<bos>}
+
+    A sentence is finished once it has produced ``eos_id``; after that its row holds the
+    model's ``pad_id`` and all-zero weights. Decoding stops when every sentence is finished or
+    after ``max_len`` steps, whichever comes first. The model is put in eval mode for the call
+    and restored afterwards.
+
+    Shape:
+        - src: (B, S) ids; src_lengths: (B,)
+        - tokens: (B, L) ids with L <= ``max_len``, ``eos_id`` included where produced
+        - weights: (B, L, S), the attention weights of each produced word (zero after eos)
+
+    Raises:
+        TypeError, ValueError: if ``max_len`` is not an int >= 1, or the source is bad
+            (see :func:`check_source`).
+    """
+    check_int("max_len", max_len, minimum=1)
+    was_training = model.training
+    model.eval()
+    try:
+        memory, mask, state = model.encode(src, src_lengths)
+        batch = src.shape[0]
+        y = torch.full((batch,), bos_id, dtype=torch.long, device=src.device)  # (B,)
+        finished = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (B,)
+        tokens, weights = [], []
+        for _ in range(max_len):
+            logits, state, step_weights = model.decoder.step(y, state, memory, mask)
+            y = logits.argmax(dim=-1).masked_fill(finished, model.config.pad_id)  # (B,)
+            tokens.append(y)
+            weights.append(step_weights.masked_fill(finished[:, None], 0.0))
+            finished = finished | (y == eos_id)
+            if bool(finished.all()):
+                break
+        return torch.stack(tokens, dim=1), torch.stack(weights, dim=1)  # (B, L), (B, L, S)
+    finally:
+        model.train(was_training)
