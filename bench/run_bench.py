@@ -141,7 +141,101 @@ def bench_tiled(reps: int) -> list[Result]:
     return out
 
 
-EXTRA_CASES: list[Callable[[int], list[Result]]] = []
+class TorchTransformerModel(nn.Module):
+    """nn.Transformer with the same embeddings, positions and output layer as attnlib's model.
+
+    So that a training step of the two compares the attention stacks, not the wrapping.
+    """
+
+    def __init__(self, config: attnlib.TransformerConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.src_embed = nn.Embedding(config.src_vocab_size, config.d_model, padding_idx=config.pad_id)
+        self.tgt_embed = nn.Embedding(config.tgt_vocab_size, config.d_model, padding_idx=config.pad_id)
+        self.positions = attnlib.SinusoidalPositionalEncoding(config.d_model, config.max_len,
+                                                              dropout=config.dropout)
+        self.core = nn.Transformer(config.d_model, config.num_heads, config.num_encoder_layers,
+                                   config.num_decoder_layers, config.d_ff, config.dropout,
+                                   batch_first=True, norm_first=config.norm_first)
+        self.out = nn.Linear(config.d_model, config.tgt_vocab_size, bias=False)
+        self.out.weight = self.tgt_embed.weight
+
+    def forward(self, src: torch.Tensor, src_keep: torch.Tensor, tgt: torch.Tensor,
+                tgt_keep: torch.Tensor) -> torch.Tensor:
+        scale = self.config.d_model ** 0.5
+        x = self.positions(self.src_embed(src) * scale)
+        y = self.positions(self.tgt_embed(tgt) * scale)
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], dtype=torch.bool)
+        # PyTorch's masks are True = ignore: the opposite of attnlib's.
+        h = self.core(x, y, tgt_mask=causal, src_key_padding_mask=~src_keep,
+                      tgt_key_padding_mask=~tgt_keep, memory_key_padding_mask=~src_keep,
+                      tgt_is_causal=True)
+        return self.out(h)  # type: ignore[no-any-return]
+
+
+def bench_transformer(reps: int) -> list[Result]:
+    torch.manual_seed(0)
+    config = attnlib.TransformerConfig(src_vocab_size=1000, tgt_vocab_size=1000, d_model=256,
+                                       num_heads=8, num_encoder_layers=3, num_decoder_layers=3,
+                                       d_ff=1024, dropout=0.1, max_len=128)
+    ours = attnlib.Transformer(config)
+    ref = TorchTransformerModel(config)
+    B, S, L = 32, 40, 40
+    gen = torch.Generator().manual_seed(0)
+    src = torch.randint(4, 1000, (B, S), generator=gen)
+    tgt_in = torch.randint(4, 1000, (B, L), generator=gen)
+    tgt_out = torch.randint(4, 1000, (B, L), generator=gen)
+    src_lengths = torch.randint(S // 2, S + 1, (B,), generator=gen)
+    tgt_lengths = torch.randint(L // 2, L + 1, (B,), generator=gen)
+    src_keep = attnlib.lengths_to_mask(src_lengths, S)
+    tgt_keep = attnlib.lengths_to_mask(tgt_lengths, L)
+    src = src.masked_fill(~src_keep, 0)
+    tgt_in = tgt_in.masked_fill(~tgt_keep, 0)
+    tgt_out = tgt_out.masked_fill(~tgt_keep, 0)
+    opt_a = torch.optim.Adam(ours.parameters(), lr=1e-4)
+    opt_b = torch.optim.Adam(ref.parameters(), lr=1e-4)
+
+    def step_ours() -> None:
+        opt_a.zero_grad()
+        logits = ours(src, src_lengths, tgt_in, tgt_lengths)
+        F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=0).backward()
+        opt_a.step()
+
+    def step_ref() -> None:
+        opt_b.zero_grad()
+        logits = ref(src, src_keep, tgt_in, tgt_keep)
+        F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=0).backward()
+        opt_b.step()
+
+    a, b = compare(step_ours, step_ref, max(5, reps // 2))
+    return [Result("Transformer training step (d 256, 3+3 layers, 32x40 tokens)", "attnlib",
+                   "nn.Transformer", a, b, 1.1)]
+
+
+def bench_decoding(reps: int) -> list[Result]:
+    from attnlib.transformer import greedy_decode
+
+    torch.manual_seed(0)
+    config = attnlib.TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=128,
+                                       num_heads=4, num_encoder_layers=3, num_decoder_layers=3,
+                                       d_ff=512, dropout=0.0, max_len=128)
+    model = attnlib.Transformer(config).eval()
+    gen = torch.Generator().manual_seed(0)
+    src = torch.randint(4, 100, (8, 20), generator=gen)
+    lengths = torch.full((8,), 20)
+    # eos_id=-1 never matches, so both decoders produce exactly 64 tokens.
+    cached = greedy_decode(model, src, lengths, 64, eos_id=-1, use_cache=True)
+    uncached = greedy_decode(model, src, lengths, 64, eos_id=-1, use_cache=False)
+    same = bool(torch.equal(cached.tokens, uncached.tokens))
+    a, b = compare(lambda: greedy_decode(model, src, lengths, 64, eos_id=-1, use_cache=True),
+                   lambda: greedy_decode(model, src, lengths, 64, eos_id=-1, use_cache=False),
+                   max(3, reps // 4))
+    return [Result("greedy decoding of 64 tokens, batch 8 (d 128, 3+3 layers)", "cached",
+                   "uncached", a, b, 1 / 3,
+                   f"speed-up {b / a:.1f}x (target >= 3x); same tokens: {same}")]
+
+
+EXTRA_CASES: list[Callable[[int], list[Result]]] = [bench_transformer, bench_decoding]
 
 
 def main(argv: list[str]) -> int:
