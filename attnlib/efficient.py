@@ -19,12 +19,14 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import statistics
+import time
 from collections.abc import Callable, Iterator
 
 import torch
 from torch import Tensor
 
-from attnlib._checks import check_floating, check_int, check_tensor, shape_str
+from attnlib._checks import check_choice, check_floating, check_int, check_tensor, shape_str
 
 
 def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
@@ -129,7 +131,7 @@ def tiled_attention(
             if is_causal and k1 - 1 > q0:  # the tile crosses the diagonal
                 rows = torch.arange(q0, q1, device=query.device).unsqueeze(-1)
                 cols = torch.arange(k0, k1, device=query.device)
-                s = s.masked_fill(cols > rows, -math.inf)
+                s.masked_fill_(cols > rows, -math.inf)  # in place: bmm does not save its output
             new_max = torch.maximum(row_max, s.amax(-1))  # (..., bq)
             correction = torch.exp(row_max - new_max)  # (..., bq)
             if in_place:  # the tile s becomes p = exp(s - m'); no second tile is allocated
@@ -141,6 +143,7 @@ def tiled_attention(
                 row_sum = row_sum * correction + p.sum(-1)
                 acc = acc * correction.unsqueeze(-1) + p @ value[..., k0:k1, :]
             row_max = new_max
+            del s, p  # free this tile before the next one is computed
         out[..., q0:q1, :] = acc / row_sum.unsqueeze(-1)
     return out
 
@@ -178,19 +181,93 @@ def _quiet_stderr() -> Iterator[None]:
 def peak_memory(fn: Callable[[], object]) -> int:
     """Peak bytes allocated by PyTorch's CPU allocator while ``fn()`` runs, measured.
 
-    PyTorch's profiler records every allocation and free with its size; the running total's
-    maximum is the peak of memory that ``fn`` allocated on top of what existed before. The sizes
-    are those the code requests, so the figure is the same on every machine.
+    PyTorch's profiler records every allocation and free with its size and the moment it
+    happened; the running total's maximum is the peak of memory that ``fn`` allocated on top of
+    what existed before. The sizes are those the code requests, so the figure is the same on
+    every machine, unless a kernel sizes a workspace by the number of threads (PyTorch's fused
+    attention kernel does). Memory obtained outside PyTorch's allocator is not seen.
     """
+    from torch._C._autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
-    # Self memory only: an op's total would count again what its child ops (matmul -> bmm) allocate.
-    events = sorted((e for e in prof.events() if e.self_cpu_memory_usage != 0),
-                    key=lambda e: e.time_range.start)
+    # The raw allocation records, not the operators' "self memory" of prof.events(): that puts a
+    # buffer an operator allocates and frees inside itself (a kernel's workspace, the tensors
+    # the autograd engine releases after a backward step) at the operator's start, netting it out.
+    assert prof.profiler is not None and prof.profiler.kineto_results is not None
+    records = sorted(
+        (e for e in prof.profiler.kineto_results.events()
+         if e.name() == "[memory]" and e.device_type() == DeviceType.CPU),
+        key=lambda e: e.start_ns(),
+    )
     current = peak = 0
-    for event in events:
-        current += event.self_cpu_memory_usage
+    for record in records:
+        current += record.nbytes()
         peak = max(peak, current)
     return peak
+
+
+def median_times(
+    *fns: Callable[[], object],
+    repeats: int = 5,
+    warmup: int = 1,
+    clock: str = "wall",
+    num_threads: int | None = None,
+) -> list[float]:
+    """Median seconds of each of ``fns``, timed in alternation after a warm-up.
+
+    Every repetition calls each function once and the order rotates from one repetition to the
+    next, so a slow spell on a shared machine, or a cache warmed by the previous call, falls on
+    all of them alike. The clock is the wall clock (:func:`time.perf_counter`), which includes
+    the work of every thread but also every interruption by other programs, or the CPU time of
+    the calling thread (:func:`time.thread_time`), which stands still while other programs have
+    the processor; it sees only the calling thread, so it needs PyTorch on one thread. Either
+    way the times depend on the machine: print them only where a notebook does not compare
+    outputs.
+
+    Args:
+        fns: the callables to time, called without arguments.
+        repeats: timed calls of each function; the median is returned.
+        warmup: untimed calls of each function first (allocator, thread pool, caches).
+        clock: ``"wall"`` or ``"thread"``.
+        num_threads: PyTorch's intra-op threads during the measurement, restored afterwards;
+            None keeps the current setting.
+
+    Returns:
+        One median in seconds per function, in the order given.
+
+    Raises:
+        ValueError: no function, ``repeats`` < 1, ``warmup`` < 0, an unknown ``clock``,
+            ``num_threads`` < 1, or ``clock="thread"`` with more than one thread.
+        TypeError: an argument that is not callable.
+    """
+    if not fns:
+        raise ValueError("median_times needs at least one function to time")
+    for i, fn in enumerate(fns):
+        if not callable(fn):
+            raise TypeError(f"fns[{i}] must be callable, got {type(fn).__name__}")
+    repeats = check_int("repeats", repeats, minimum=1)
+    warmup = check_int("warmup", warmup, minimum=0)
+    check_choice("clock", clock, ("wall", "thread"))
+    previous = torch.get_num_threads()
+    threads = previous if num_threads is None else check_int("num_threads", num_threads, minimum=1)
+    if clock == "thread" and threads != 1:
+        raise ValueError(f"clock='thread' measures the calling thread only and needs one thread, "
+                         f"got {threads} threads (pass num_threads=1)")
+    now = time.thread_time if clock == "thread" else time.perf_counter
+    torch.set_num_threads(threads)
+    try:
+        for _ in range(warmup):
+            for fn in fns:
+                fn()
+        times: list[list[float]] = [[] for _ in fns]
+        for r in range(repeats):
+            for j in range(len(fns)):
+                i = (r + j) % len(fns)  # rotate who goes first
+                start = now()
+                fns[i]()
+                times[i].append(now() - start)
+    finally:
+        torch.set_num_threads(previous)
+    return [statistics.median(t) for t in times]

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlib.efficient import naive_attention, online_softmax, peak_memory, tiled_attention
+from attnlib.efficient import (
+    median_times,
+    naive_attention,
+    online_softmax,
+    peak_memory,
+    tiled_attention,
+)
 
 
 def _qkv(L, S, E=16, Ev=8, batch=(2, 3), dtype=torch.float64, seed=0):
@@ -53,10 +60,12 @@ def test_tiled_equals_naive_float32(is_causal):
     assert float((tiled - naive).abs().max()) < 1e-5
 
 
-def test_tiled_backward_matches_naive():
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_tiled_backward_matches_naive(is_causal):
     q, k, v = (t.requires_grad_() for t in _qkv(20, 30))
-    grads = torch.autograd.grad(tiled_attention(q, k, v, block_size_q=7, block_size_k=6).sum(), (q, k, v))
-    ref = torch.autograd.grad(naive_attention(q, k, v).sum(), (q, k, v))
+    out = tiled_attention(q, k, v, is_causal=is_causal, block_size_q=7, block_size_k=6)
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    ref = torch.autograd.grad(naive_attention(q, k, v, is_causal=is_causal).sum(), (q, k, v))
     for g, r in zip(grads, ref, strict=True):
         assert float((g - r).abs().max()) < 1e-10
 
@@ -68,6 +77,28 @@ def test_tiled_needs_a_fraction_of_naive_extra_memory():
     scores_bytes = 1024 * 1024 * 4
     assert naive >= 2 * scores_bytes  # scores and weights both exist at once
     assert tiled * 8 <= naive
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_tiled_holds_one_tile_at_a_time(is_causal):
+    # Beyond the output, the peak is one tile of scores plus a few (bq, E) blocks: the previous
+    # tile is freed before the next is computed, and the causal mask is applied in place.
+    L, E, bq, bk = 1024, 16, 256, 256
+    q, k, v = _qkv(L, L, E=E, Ev=E, batch=(1,), dtype=torch.float32)
+    peak = peak_memory(lambda: tiled_attention(q, k, v, is_causal=is_causal, block_size_q=bq,
+                                               block_size_k=bk))
+    out_bytes, tile_bytes = L * E * 4, bq * bk * 4
+    assert out_bytes + tile_bytes <= peak < out_bytes + 1.5 * tile_bytes
+
+
+def test_peak_memory_sees_buffers_freed_inside_an_operator():
+    # In the backward pass of naive attention the weights, their gradient and the gradient of
+    # the scores exist at once; the autograd engine frees the saved weights inside the step that
+    # computes the last, so per-operator accounting would see only two of the three matrices.
+    L = 256
+    q, k, v = (t.requires_grad_() for t in _qkv(L, L, E=8, Ev=8, batch=(1,), dtype=torch.float32))
+    peak = peak_memory(lambda: torch.autograd.grad(naive_attention(q, k, v).sum(), (q, k, v)))
+    assert peak >= 3 * L * L * 4
 
 
 def test_peak_memory_measures_an_allocation():
@@ -98,3 +129,53 @@ def test_online_softmax_bad_input():
         online_softmax(torch.zeros(3), block_size=0)
     with pytest.raises(TypeError, match="scores must have a floating-point dtype"):
         online_softmax(torch.zeros(3, dtype=torch.long))
+
+
+def test_median_times_calls_each_function_in_rotation():
+    calls: list[str] = []
+    slow = 0.02
+
+    def a():
+        calls.append("a")
+        time.sleep(slow)
+
+    def b():
+        calls.append("b")
+
+    times = median_times(a, b, repeats=3, warmup=2)
+    assert len(times) == 2
+    assert times[0] >= slow > times[1] >= 0
+    assert calls[:4] == ["a", "b", "a", "b"]  # warm-up
+    assert calls[4:] == ["a", "b", "b", "a", "a", "b"]  # the first place rotates
+    assert calls.count("a") == calls.count("b") == 5
+
+
+def test_median_times_bad_input():
+    with pytest.raises(ValueError, match="at least one function"):
+        median_times()
+    with pytest.raises(TypeError, match=r"fns\[1\] must be callable"):
+        median_times(lambda: None, 3)
+    with pytest.raises(ValueError, match="repeats"):
+        median_times(lambda: None, repeats=0)
+    with pytest.raises(ValueError, match="warmup"):
+        median_times(lambda: None, warmup=-1)
+    with pytest.raises(ValueError, match="clock must be one of"):
+        median_times(lambda: None, clock="cpu")
+    with pytest.raises(ValueError, match="num_threads"):
+        median_times(lambda: None, num_threads=0)
+    with pytest.raises(ValueError, match="needs one thread, got 2 threads"):
+        median_times(lambda: None, clock="thread", num_threads=2)
+
+
+def test_median_times_thread_clock_ignores_sleep_and_restores_threads():
+    before = torch.get_num_threads()
+    seen: list[int] = []
+
+    def sleep():
+        seen.append(torch.get_num_threads())
+        time.sleep(0.02)
+
+    wall, = median_times(sleep, repeats=2)
+    cpu, = median_times(sleep, repeats=2, clock="thread", num_threads=1)
+    assert wall >= 0.02 > 0.01 > cpu  # a sleeping thread uses no CPU time
+    assert seen[-1] == 1 and torch.get_num_threads() == before
