@@ -216,9 +216,9 @@ def bench_decoding(reps: int) -> list[Result]:
     from attnlib.transformer import greedy_decode
 
     torch.manual_seed(0)
-    config = attnlib.TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=128,
+    config = attnlib.TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=256,
                                        num_heads=4, num_encoder_layers=3, num_decoder_layers=3,
-                                       d_ff=512, dropout=0.0, max_len=128)
+                                       d_ff=1024, dropout=0.0, max_len=128)
     model = attnlib.Transformer(config).eval()
     gen = torch.Generator().manual_seed(0)
     src = torch.randint(4, 100, (8, 20), generator=gen)
@@ -230,7 +230,7 @@ def bench_decoding(reps: int) -> list[Result]:
     a, b = compare(lambda: greedy_decode(model, src, lengths, 64, eos_id=-1, use_cache=True),
                    lambda: greedy_decode(model, src, lengths, 64, eos_id=-1, use_cache=False),
                    max(3, reps // 4))
-    return [Result("greedy decoding of 64 tokens, batch 8 (d 128, 3+3 layers)", "cached",
+    return [Result("greedy decoding of 64 tokens, batch 8 (d 256, 3+3 layers)", "cached",
                    "uncached", a, b, 1 / 3,
                    f"speed-up {b / a:.1f}x (target >= 3x); same tokens: {same}")]
 
@@ -240,7 +240,7 @@ EXTRA_CASES: list[Callable[[int], list[Result]]] = [bench_transformer, bench_dec
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=20, help="timed repetitions per case")
+    parser.add_argument("--reps", type=int, default=40, help="timed repetitions per case")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
     parser.add_argument("--csv", type=Path, default=Path("_build/bench.csv"))
     args = parser.parse_args(argv)
