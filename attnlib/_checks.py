@@ -90,3 +90,16 @@ def check_probability(name: str, value: object) -> float:
     if not 0.0 <= value < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {value}")
     return float(value)
+
+
+def check_sequence(name: str, x: object, d_model: int) -> Tensor:
+    """Raise unless ``x`` is a floating (B, L, D) tensor with D = ``d_model``."""
+    t = check_tensor(name, x)
+    check_floating(name, t)
+    check_ndim(name, t, 3, "(B, L, D)")
+    if t.shape[-1] != d_model:
+        raise ValueError(
+            f"{name} must have shape (B, L, D) with D = d_model = {d_model}, "
+            f"got shape {shape_str(t.shape)}"
+        )
+    return t

@@ -30,6 +30,7 @@ from attnlib._checks import (
     check_tensor,
     shape_str,
 )
+from attnlib._checks import check_sequence as _check_sequence
 
 __all__ = [
     "LearnedPositionalEmbedding",
@@ -158,18 +159,6 @@ def relative_shift_matrix(
     m[i, i], m[i, i + 1] = cos, sin
     m[i + 1, i], m[i + 1, i + 1] = -sin, cos
     return m.to(dtype)  # (D, D)
-
-
-def _check_sequence(name: str, x: Tensor, d_model: int) -> None:
-    """x must be a float (B, L, D) tensor with D = d_model."""
-    check_tensor(name, x)
-    check_floating(name, x)
-    check_ndim(name, x, 3, "(B, L, D)")
-    if x.shape[-1] != d_model:
-        raise ValueError(
-            f"{name} must have shape (B, L, D) with D = d_model = {d_model}, "
-            f"got shape {shape_str(x.shape)}"
-        )
 
 
 class SinusoidalPositionalEncoding(nn.Module):

@@ -49,13 +49,12 @@ from torch import Tensor, nn
 
 from attnlib._checks import (
     check_choice,
-    check_floating,
     check_int,
-    check_ndim,
     check_probability,
     check_tensor,
     shape_str,
 )
+from attnlib._checks import check_sequence as _check_input
 from attnlib.attention import scaled_dot_product_attention
 from attnlib.masking import causal_mask, lengths_to_mask
 from attnlib.multihead import MultiHeadAttention, copy_from_torch, merge_heads, split_heads
@@ -394,17 +393,6 @@ def _check_layer_args(d_model: int, num_heads: int, d_ff: int, layer_norm_eps: f
     check_int("num_heads", num_heads, minimum=1)
     check_int("d_ff", d_ff, minimum=1)
     _check_eps(layer_norm_eps)
-
-
-def _check_input(name: str, x: Tensor, d_model: int) -> None:
-    check_tensor(name, x)
-    check_floating(name, x)
-    check_ndim(name, x, 3, "(B, L, D)")
-    if x.shape[-1] != d_model:
-        raise ValueError(
-            f"{name} must have shape (B, L, D) with D = d_model = {d_model}, "
-            f"got shape {shape_str(x.shape)}"
-        )
 
 
 class EncoderLayer(nn.Module):
