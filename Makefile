@@ -26,7 +26,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 NBVAL := python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help install book execute test lint typecheck unit nbval browser build lab lock clean reproduce bench
+.PHONY: help install book execute test lint typecheck unit nbval browser build lab lock clean reproduce bench test-offline
 
 help:
 	@echo "make book     build the HTML book (creates .venv and installs the pinned set on first use)"
@@ -35,7 +35,8 @@ help:
 	@echo "make execute  re-execute every chapter notebook in place (the only way stored outputs are made)"
 	@echo "make lab      open the chapters in JupyterLab with attnlib importable"
 	@echo "make bench    time attnlib against PyTorch (ratios table, _build/bench.csv)"
-	@echo "make reproduce  nbval under 1 and 2 threads, ATEN_CPU_CAPABILITY default/avx2/native, twice each"
+	@echo "make reproduce  nbval under 1 and 2 threads x ATEN_CPU_CAPABILITY default/avx2, twice each"
+	@echo "make test-offline  make test in a network namespace with no network (after installing)"
 
 install: $(STAMP)
 
@@ -47,11 +48,14 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
 	@touch $@
 
+# The configuration is _config.yml plus the repository and launch buttons when the book has a
+# public repository (BOOK_REPOSITORY_URL, or the git remote origin): tools/book_config.py.
 # The HTML is rewritten from scratch each time (the parsed pages are cached in _build/.doctrees):
 # an incremental build keeps old sidebars and prev/next links after a chapter joins the TOC.
 book: $(STAMP)
 	rm -rf _build/html
-	jupyter-book build . -W -n --keep-going
+	python tools/book_config.py _build/_config.yml
+	jupyter-book build . --config _build/_config.yml -W -n --keep-going
 	@echo "The book: file://$(CURDIR)/_build/html/index.html"
 
 build: book
@@ -83,14 +87,24 @@ test: $(STAMP)
 	echo "make test: everything passed in $$(( $$(date +%s) - start )) s"
 
 # The stored outputs must not depend on the thread count, on the CPU code path PyTorch picks
-# (ATEN_CPU_CAPABILITY: default = no vector instructions, as on an older machine) or on the run.
-REPRO_CAPABILITIES ?= default avx2 native
+# (ATEN_CPU_CAPABILITY: default = no vector instructions, as on an older machine; add `native`
+# for PyTorch's own choice) or on the run: nbval over every chapter under each combination,
+# twice in a row. Prints a table (also _build/reproduce.md); fails if any combination fails.
+REPRO_THREADS ?= 1 2
+REPRO_CAPABILITIES ?= default avx2
+REPRO_RUNS ?= 2
 reproduce: $(STAMP)
-	@for threads in 1 2; do for cap in $(REPRO_CAPABILITIES); do for run in 1 2; do \
-	  if [ "$$cap" = native ]; then unset ATEN_CPU_CAPABILITY; else export ATEN_CPU_CAPABILITY=$$cap; fi; \
-	  echo "== nbval: ATTNLIB_NUM_THREADS=$$threads ATEN_CPU_CAPABILITY=$$cap run $$run"; \
-	  ATTNLIB_NUM_THREADS=$$threads $(NBVAL) -q $(NOTEBOOKS) | tail -n 1; \
-	done; done; done
+	python tools/reproduce.py --threads $(REPRO_THREADS) --capabilities $(REPRO_CAPABILITIES) \
+	  --runs $(REPRO_RUNS) $(NOTEBOOKS)
+
+# `make test` with the network switched off: a new network namespace that has only the loopback
+# interface (unshare as an unprivileged user needs user namespaces). Installation comes first,
+# outside the namespace; tools/assert_offline.py proves the namespace really has no network.
+test-offline: $(STAMP)
+	@command -v unshare >/dev/null && command -v ip >/dev/null \
+	  || { echo "test-offline: needs unshare (util-linux) and ip (iproute2)" >&2; exit 1; }
+	unshare --net --map-root-user bash -c \
+	  'ip link set lo up && python tools/assert_offline.py && $(MAKE) --no-print-directory test'
 
 # attnlib side by side with its PyTorch twins; prints a table of ratios, writes _build/bench.csv.
 bench: $(STAMP)

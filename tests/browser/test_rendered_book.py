@@ -449,6 +449,42 @@ def test_toc_lists_every_page() -> None:
     assert not orphans, f"built pages that the TOC does not list: {orphans}"
 
 
+def test_notebook_buttons() -> None:
+    """Each chapter offers its notebook for download; the repository and Binder buttons appear
+    exactly when the build had a public repository URL (tools/book_config.py), and point at it."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_build" / "_config.yml").read_text(encoding="utf-8"))
+    repo = config.get("repository", {}) if config.get("html", {}).get("use_repository_button") else {}
+    url, branch = repo.get("url"), repo.get("branch")
+    chapters = [page for page in PAGES if page.startswith("chapters/")]
+    assert chapters, "no chapter pages were built"
+    problems = []
+    for page in chapters:
+        html = (SITE / page).read_text(encoding="utf-8")
+        notebook = page.removesuffix(".html") + ".ipynb"
+        if f'href="../_sources/{notebook}"' not in html:
+            problems.append(f"{page}: no download link to _sources/{notebook}")
+        elif not (SITE / "_sources" / notebook).is_file():
+            problems.append(f"{page}: the download link's _sources/{notebook} was not built")
+        if url:
+            owner_name = urllib.parse.urlparse(url).path.strip("/")
+            binder = f"https://mybinder.org/v2/gh/{owner_name}/{branch}?urlpath=lab/tree/{notebook}"
+            for expected in (f'href="{url}"', f'href="{binder}"', f'href="{url}/edit/{branch}/{notebook}"'):
+                if expected not in html:
+                    problems.append(f"{page}: no link {expected}")
+        else:
+            # Jupyter Book's default repository is its own; no page may link to it, or to Binder.
+            for stray in ("executablebooks/jupyter-book", "mybinder.org"):
+                if stray in html:
+                    problems.append(f"{page}: links to {stray} though the book has no repository URL")
+    if url:
+        for name in ("requirements.txt", "postBuild", "runtime.txt"):
+            if not (ROOT / "binder" / name).is_file():
+                problems.append(f"the Binder button needs binder/{name}")
+    assert not problems, "\n".join(problems)
+
+
 def test_index_redirects_to_intro(visits: dict[str, Visit], base_url: str) -> None:
     visit = visits["index.html"]
     assert not visit.problems, "index.html:\n  " + "\n  ".join(visit.problems)

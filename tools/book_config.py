@@ -1,0 +1,108 @@
+"""Write the configuration `make book` builds with: ``_config.yml`` plus the repository buttons.
+
+The repository, issues and edit buttons and the Binder launch button all need the URL of the
+book's public repository. The book does not invent one: it comes from ``BOOK_REPOSITORY_URL``
+or, failing that, from the ``origin`` remote of the git checkout (on a hosted CI service the
+checkout's origin is the repository itself). A checkout with no such remote (a local clone, a
+tarball) builds the book without those buttons and says so. The download button needs nothing
+and is always on.
+
+Usage: ``python tools/book_config.py OUTPUT`` writes OUTPUT (YAML) and prints what it chose.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BINDERHUB = "https://mybinder.org"
+
+_SCP_LIKE = re.compile(r"^(?:[\w.-]+@)?(?P<host>[\w.-]+\.[a-z]{2,}):(?P<path>[\w./-]+?)(?:\.git)?/?$")
+_HTTPS = re.compile(r"^(?:https?|ssh|git)://(?:[\w.-]+@)?(?P<host>[\w.-]+\.[a-z]{2,})(?::\d+)?"
+                    r"/(?P<path>[\w./-]+?)(?:\.git)?/?$")
+
+
+def public_url(remote: str) -> str | None:
+    """``https://host/owner/name`` for a remote on a public forge; None for a local path.
+
+    >>> public_url("git@github.com:someone/attention-book.git")
+    'https://github.com/someone/attention-book'
+    >>> public_url("/work/main") is None
+    True
+    """
+    remote = remote.strip()
+    for pattern in (_HTTPS, _SCP_LIKE):
+        match = pattern.match(remote)
+        if match and match.group("path").count("/") >= 1:
+            return f"https://{match.group('host')}/{match.group('path')}"
+    return None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                              check=False)
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+
+def repository() -> tuple[str | None, str, str]:
+    """(URL or None, branch, where the URL came from)."""
+    branch = os.environ.get("BOOK_REPOSITORY_BRANCH") or "main"
+    given = os.environ.get("BOOK_REPOSITORY_URL", "").strip()
+    if given:
+        url = public_url(given)
+        if url is None:
+            raise SystemExit(f"BOOK_REPOSITORY_URL must be an https URL such as "
+                             f"https://github.com/OWNER/NAME, got {given!r}")
+        return url, branch, "BOOK_REPOSITORY_URL"
+    remote = _git("remote", "get-url", "origin")
+    url = public_url(remote) if remote else None
+    return url, branch, f"git remote origin ({remote})" if url else ""
+
+
+def book_config(url: str | None, branch: str) -> dict[str, Any]:
+    config: dict[str, Any] = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    # A config outside the book's folder: local extension folders are relative to the config.
+    local = config.get("sphinx", {}).get("local_extensions", {})
+    for name, folder in local.items():
+        local[name] = str((ROOT / folder).resolve())
+    if url is None:
+        return config
+    config["repository"] = {"url": url, "path_to_book": "", "branch": branch}
+    config.setdefault("html", {}).update(
+        use_repository_button=True, use_issues_button=True, use_edit_page_button=True
+    )
+    # Binder builds the environment from binder/ (the pinned set, CPU torch, attnlib itself).
+    config["launch_buttons"] = {"notebook_interface": "jupyterlab", "binderhub_url": BINDERHUB}
+    return config
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: book_config.py OUTPUT", file=sys.stderr)
+        return 2
+    url, branch, source = repository()
+    output = Path(argv[0])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(yaml.safe_dump(book_config(url, branch), allow_unicode=True,
+                                     sort_keys=False), encoding="utf-8")
+    if url:
+        print(f"book_config: repository {url} (branch {branch}, from {source}): repository, "
+              f"issues, edit and Binder buttons on")
+    else:
+        print("book_config: no public repository URL (set BOOK_REPOSITORY_URL or a git remote "
+              "origin on a forge): the book is built without repository and launch buttons")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
