@@ -6,6 +6,7 @@ so a reader who passes the wrong shape learns which tensor and which dimension i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -44,11 +45,42 @@ def check_ndim(name: str, value: Tensor, ndims: int | Sequence[int], expected: s
 
 
 def check_positive(name: str, value: float | Tensor) -> None:
-    """Raise ValueError unless every element of ``value`` is finite and > 0."""
-    t = torch.as_tensor(value)
-    if not bool(torch.all(torch.isfinite(t))) or not bool(torch.all(t > 0)):
-        shown = float(t) if t.numel() == 1 else t.tolist()
-        raise ValueError(f"{name} must be finite and > 0, got {shown}")
+    """Raise unless every element of ``value`` is finite and > 0.
+
+    A Python number is checked as PyTorch's default dtype (float32) holds it: a number that
+    rounds to 0 or overflows to infinity there is refused too, and the message shows both the
+    number as given and what it became.
+
+    Raises:
+        TypeError: if ``value`` is a bool, or neither a number nor a tensor of numbers.
+        ValueError: if an element is not finite or not > 0.
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got bool")
+    if isinstance(value, int | float):
+        try:
+            number = float(value)
+        except OverflowError:  # an int too large for any float
+            number = math.inf
+        t = torch.as_tensor(number)
+    else:
+        try:
+            t = torch.as_tensor(value)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"{name} must be a number or a tensor of numbers, "
+                            f"got {type(value).__name__}") from None
+        if t.dtype == torch.bool or t.is_complex():
+            raise TypeError(f"{name} must hold real numbers, got dtype {t.dtype}")
+    if bool(torch.all(torch.isfinite(t))) and bool(torch.all(t > 0)):
+        return
+    shown: object = float(t) if t.numel() == 1 else t.tolist()
+    if isinstance(value, int | float):
+        if math.isfinite(number) and number > 0:
+            raise ValueError(f"{name} must be finite and > 0 in {t.dtype}, got {value!r}, "
+                             f"which {t.dtype} rounds to {shown}")
+        too_large = isinstance(value, int) and number == math.inf
+        shown = "an int too large for a float" if too_large else value
+    raise ValueError(f"{name} must be finite and > 0, got {shown}")
 
 
 def check_finite(name: str, value: Tensor) -> None:
@@ -102,4 +134,17 @@ def check_sequence(name: str, x: object, d_model: int) -> Tensor:
             f"{name} must have shape (B, L, D) with D = d_model = {d_model}, "
             f"got shape {shape_str(t.shape)}"
         )
+    return t
+
+
+def check_token_ids(name: str, tokens: object, num_symbols: int) -> Tensor:
+    """Raise unless ``tokens`` is a (B, L) integer tensor of ids in [0, ``num_symbols``)."""
+    t = check_tensor(name, tokens)
+    check_ndim(name, t, 2, "(B, L)")
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise TypeError(f"{name} must have an integer dtype, got {t.dtype}")
+    outside = (t < 0) | (t >= num_symbols)
+    if bool(outside.any()):
+        raise ValueError(f"{name} must be ids in [0, num_symbols) = [0, {num_symbols}), "
+                         f"got id {int(t[outside][0])}")
     return t

@@ -298,8 +298,10 @@ def measured_crossover(
     if not len(lengths) == len(times_a) == len(times_b) or not lengths:
         raise ValueError(f"lengths, times_a and times_b must be non-empty and equally long, got "
                          f"{len(lengths)}, {len(times_a)} and {len(times_b)}")
-    if any(v <= 0 for v in (*lengths, *times_a, *times_b)):
-        raise ValueError("lengths and times must all be > 0")
+    for name, values in (("lengths", lengths), ("times_a", times_a), ("times_b", times_b)):
+        if any(not v > 0 for v in values):
+            raise ValueError(f"{name} must all be > 0 (lengths and times are logged), "
+                             f"got {list(values)}")
     if any(b <= a for a, b in pairwise(lengths)):
         raise ValueError(f"lengths must increase, got {list(lengths)}")
     gap = [math.log(a / b) for a, b in zip(times_a, times_b, strict=True)]  # > 0: a slower

@@ -308,8 +308,8 @@ def _check_frame(frame: Frame) -> None:
             )
     if frame.object not in VERBS[frame.verb].objects:
         raise ValueError(
-            f"verb {frame.verb!r} takes the objects {', '.join(VERBS[frame.verb].objects)}, "
-            f"got {frame.object!r}"
+            f"frame.object must be an object of its verb: verb {frame.verb!r} takes the objects "
+            f"{', '.join(VERBS[frame.verb].objects)}, got {frame.object!r}"
         )
     if frame.tense not in TENSES:
         raise ValueError(f"frame.tense must be one of {', '.join(TENSES)}, got {frame.tense!r}")
@@ -318,7 +318,7 @@ def _check_frame(frame: Frame) -> None:
     )
     if frame.tense not in allowed:
         when = "without a time word" if frame.time is None else f"with time word {frame.time!r}"
-        raise ValueError(f"tense {frame.tense!r} is not allowed {when}; allowed: "
+        raise ValueError(f"frame.tense: tense {frame.tense!r} is not allowed {when}; allowed: "
                          f"{', '.join(allowed)}")
     if frame.dou and (frame.negated or not SUBJECTS[frame.subject].plural):
         raise ValueError(
@@ -515,7 +515,7 @@ def split(
     if valid_frac + test_frac >= 1.0:
         raise ValueError(f"valid_frac + test_frac must be < 1, got {valid_frac} + {test_frac}")
     if len(pairs) == 0:
-        raise ValueError("pairs is empty")
+        raise ValueError("pairs is empty: split needs at least one pair")
 
     by_triple: dict[tuple[str, str, str], list[Pair]] = {}
     for pair in pairs:
@@ -581,7 +581,8 @@ class Vocab:
         stoi = {token: i for i, token in enumerate(self.itos)}
         if len(stoi) != len(self.itos):
             duplicates = sorted(t for t, n in Counter(self.itos).items() if n > 1)
-            raise ValueError(f"itos has duplicate tokens: {duplicates}")
+            raise ValueError(f"itos must hold every token once, got duplicate tokens: "
+                             f"{duplicates}")
         object.__setattr__(self, "_stoi", MappingProxyType(stoi))
 
     @classmethod
@@ -627,9 +628,10 @@ class Vocab:
                 raise ValueError(f"ids must be 1-D (L,), got shape {shape_str(ids.shape)}")
             ids = [int(i) for i in ids.tolist()]
         tokens: list[str] = []
-        for i in ids:
+        for position, i in enumerate(ids):
             if not 0 <= i < len(self.itos):
-                raise ValueError(f"id {i} is outside the vocabulary [0, {len(self.itos)})")
+                raise ValueError(f"ids[{position}]: id {i} is outside the vocabulary "
+                                 f"[0, {len(self.itos)}) of this Vocab")
             if strip_special:
                 if i == EOS_ID:
                     break
@@ -769,7 +771,8 @@ def batches(
     for i, pair in enumerate(pairs):
         for side, tokens, extra in (("src", pair.src, 0), ("tgt", pair.tgt, 1)):
             if len(tokens) == 0:
-                raise ValueError(f"pairs[{i}].{side} is an empty sentence")
+                raise ValueError(f"pairs[{i}].{side} is an empty sentence; every sentence "
+                                 f"needs at least one token")
             if max_len is not None and len(tokens) + extra > max_len:
                 plus = " + 1 for <bos>/<eos>" if extra else ""
                 raise ValueError(

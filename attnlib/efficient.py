@@ -71,6 +71,11 @@ def naive_attention(
 
     Shape:
         query (..., L, E), key (..., S, E), value (..., S, Ev). Returns (..., L, Ev).
+
+    Raises:
+        TypeError: a non-tensor, a non-floating tensor, or key or value of another dtype than
+            query.
+        ValueError: mismatched shapes, batch dimensions that do not broadcast, or no key.
     """
     _check_qkv(query, key, value)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -106,7 +111,10 @@ def tiled_attention(
         query (..., L, E), key (..., S, E), value (..., S, Ev). Returns (..., L, Ev).
 
     Raises:
-        ValueError: mismatched shapes or block sizes < 1.
+        TypeError: a non-tensor, a non-floating tensor, or key or value of another dtype than
+            query.
+        ValueError: mismatched shapes, batch dimensions that do not broadcast, no key, or
+            block sizes < 1.
     """
     _check_qkv(query, key, value)
     block_size_q = check_int("block_size_q", block_size_q, minimum=1)
@@ -155,6 +163,16 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
         if t.ndim < 2:
             raise ValueError(f"{name} must have at least 2 dimensions (..., N, E), got shape "
                              f"{shape_str(t.shape)}")
+    for name, t in (("key", key), ("value", value)):
+        if t.dtype != query.dtype:
+            raise TypeError(f"{name} must have query's dtype {query.dtype}, got {t.dtype} "
+                            f"({name} of shape {shape_str(t.shape)})")
+    try:
+        torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])  # type: ignore[no-untyped-call]
+    except RuntimeError:
+        raise ValueError(f"the batch dimensions (...) of query, key and value must broadcast, "
+                         f"got query {shape_str(query.shape)}, key {shape_str(key.shape)} and "
+                         f"value {shape_str(value.shape)}") from None
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(f"query and key must have the same size E, got query "
                          f"{shape_str(query.shape)} and key {shape_str(key.shape)}")

@@ -31,7 +31,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_choice, check_int, check_ndim, check_positive, check_tensor
+from attnlib._checks import (
+    check_choice,
+    check_int,
+    check_positive,
+    check_token_ids,
+)
 from attnlib.attention import scaled_dot_product_attention
 from attnlib.multihead import merge_heads, split_heads
 from attnlib.positional import (
@@ -132,8 +137,8 @@ class LookbackModel(nn.Module):
 
     Raises:
         ValueError: at construction, for an unknown encoding or bad sizes; in ``forward``, for
-            tokens that are not (B, L), or a sequence longer than ``max_len`` with
-            ``"learned"`` (the learned table has no row for it).
+            tokens that are not (B, L) or hold an id outside [0, V), or a sequence longer
+            than ``max_len`` with ``"learned"`` (the learned table has no row for it).
         TypeError: if tokens is not an integer tensor.
     """
 
@@ -167,11 +172,7 @@ class LookbackModel(nn.Module):
         self.classifier = nn.Linear(D, config.num_symbols, dtype=dtype)
 
     def _check_tokens(self, tokens: Tensor) -> Tensor:
-        tokens = check_tensor("tokens", tokens)
-        check_ndim("tokens", tokens, 2, "(B, L)")
-        if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
-            raise TypeError(f"tokens must have an integer dtype, got {tokens.dtype}")
-        return tokens
+        return check_token_ids("tokens", tokens, self.config.num_symbols)
 
     def _qkv(self, tokens: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Queries, keys and values per head, with the positions put in."""
@@ -263,13 +264,14 @@ def train_lookback(
 def lookback_accuracy_by_position(
     model: LookbackModel, length: int, shift: int = 3, n: int = 500, seed: int = 10**6
 ) -> Tensor:
-    """The accuracy at each position: the fraction of ``n`` sequences answered right there.
+    """The accuracy at each position with a target: the fraction of ``n`` sequences right there.
 
     Evaluated on ``n`` fresh sequences of ``length`` (seed ``seed``, far from the training
-    seeds), in evaluation mode. Positions without a target (the first ``shift``) get NaN.
+    seeds), in evaluation mode. The first ``shift`` positions have no target (nothing to look
+    back to) and are left out: element i is the accuracy at position ``shift + i``.
 
     Shape:
-        - output: (length,), float64
+        - output: (length - shift,), float64, for positions shift, ..., length - 1
 
     Raises:
         ValueError: as :func:`lookback_task`, or as the model's ``forward`` (a ``"learned"``
@@ -279,8 +281,7 @@ def lookback_accuracy_by_position(
     model.eval()
     logits, _ = model(tokens)  # (n, L, V)
     right: Tensor = (logits.argmax(-1) == targets).double().mean(0)  # (L,)
-    right[:shift] = math.nan
-    return right
+    return right[shift:]  # (L - shift,)
 
 
 def lookback_accuracy(
@@ -293,8 +294,8 @@ def lookback_accuracy(
     Raises:
         As :func:`lookback_accuracy_by_position`.
     """
-    by_position = lookback_accuracy_by_position(model, length, shift, n, seed)  # (L,)
-    return float(by_position[shift:].mean())
+    by_position = lookback_accuracy_by_position(model, length, shift, n, seed)  # (L - shift,)
+    return float(by_position.mean())
 
 
 @torch.no_grad()

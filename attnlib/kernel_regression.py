@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from attnlib._checks import (
     check_choice,
     check_floating,
+    check_int,
     check_ndim,
     check_positive,
     check_tensor,
@@ -148,40 +149,65 @@ def nadaraya_watson(
             it instead of returning NaN.
     """
     scores = kernel_scores(queries, keys, bandwidth, kernel)  # (..., L, S)
+    v = _values_as_columns(values, queries, keys, scores)  # (..., S, Ev)
+    if attn_mask is not None:
+        scores = scores.masked_fill(~_check_attn_mask(attn_mask, scores), -math.inf)
+    _check_every_query_has_a_key(scores, attn_mask, kernel, bandwidth)
+    weights = torch.softmax(scores, dim=-1)  # (..., L, S)
+    predictions = weights @ v  # (..., L, Ev)
+    if v.ndim > values.ndim:  # values were (S,) or (B, S): one target per point
+        predictions = predictions.squeeze(-1)  # (..., L)
+    return predictions, weights
+
+
+def _values_as_columns(values: Tensor, queries: Tensor, keys: Tensor, scores: Tensor) -> Tensor:
+    """``values`` as (..., S, Ev), checked against the keys; (S,) and (B, S) gain Ev = 1."""
     check_tensor("values", values)
     check_floating("values", values)
     batched = queries.ndim == 3
     value_rank = (2, 3) if batched else (1, 2)
     check_ndim("values", values, value_rank, "(B, S) or (B, S, Ev)" if batched else "(S,) or (S, Ev)")
     v = values.unsqueeze(-1) if values.ndim == value_rank[0] else values  # (..., S, Ev)
-    n_keys = scores.shape[-1]
-    if v.shape[-2] != n_keys or (batched and v.shape[0] != scores.shape[0]):
+    if v.shape[-2] != scores.shape[-1] or (batched and v.shape[0] != scores.shape[0]):
         raise ValueError(f"keys and values must hold the same number of points S, got keys "
                          f"{shape_str(keys.shape)} and values {shape_str(values.shape)}")
-    if attn_mask is not None:
-        check_tensor("attn_mask", attn_mask)
-        if attn_mask.dtype != torch.bool:
-            raise TypeError(f"attn_mask must be a boolean tensor (True = may attend), "
-                            f"got dtype {attn_mask.dtype}")
-        try:
-            torch.broadcast_shapes(attn_mask.shape, scores.shape)  # type: ignore[no-untyped-call]
-        except RuntimeError:
-            raise ValueError(f"attn_mask of shape {shape_str(attn_mask.shape)} does not broadcast "
-                             f"to the scores' shape {shape_str(scores.shape)}") from None
-        scores = scores.masked_fill(~attn_mask, -math.inf)
+    if v.dtype != scores.dtype:
+        raise TypeError(f"values must have the dtype of queries and keys, {scores.dtype}, "
+                        f"got {v.dtype}")
+    return v
+
+
+def _check_attn_mask(attn_mask: Tensor, scores: Tensor) -> Tensor:
+    check_tensor("attn_mask", attn_mask)
+    if attn_mask.dtype != torch.bool:
+        raise TypeError(f"attn_mask must be a boolean tensor (True = may attend), "
+                        f"got dtype {attn_mask.dtype}")
+    try:
+        torch.broadcast_shapes(attn_mask.shape, scores.shape)  # type: ignore[no-untyped-call]
+    except RuntimeError:
+        raise ValueError(f"attn_mask of shape {shape_str(attn_mask.shape)} does not broadcast "
+                         f"to the scores' shape {shape_str(scores.shape)}") from None
+    return attn_mask
+
+
+def _check_every_query_has_a_key(
+    scores: Tensor, attn_mask: Tensor | None, kernel: str, bandwidth: float | Tensor
+) -> None:
+    """Refuse a row of scores that is all -inf: its weights would be 0/0 = NaN."""
     empty = torch.isneginf(scores).all(-1)  # (..., L)
-    if bool(empty.any()):
-        first = [int(i) for i in torch.nonzero(empty)[0]]
-        raise ValueError(
-            f"query at index {first} has no key to attend to (kernel={kernel!r}, "
-            f"bandwidth={float(bandwidth):.4g}); every kernel value in its row is 0, so its "
-            "weights are undefined. Use a larger bandwidth or the gaussian kernel."
-        )
-    weights = torch.softmax(scores, dim=-1)  # (..., L, S)
-    predictions = weights @ v  # (..., L, Ev)
-    if values.ndim == value_rank[0]:
-        predictions = predictions.squeeze(-1)  # (..., L)
-    return predictions, weights
+    if not bool(empty.any()):
+        return
+    first = [int(i) for i in torch.nonzero(empty)[0]]
+    if attn_mask is not None:
+        hidden = ~attn_mask.expand(scores.shape)  # (..., L, S)
+        if bool(hidden[tuple(first)].all()):
+            raise ValueError(f"attn_mask hides every key from the query at index {first} "
+                             f"(its row is all False): each query needs a key to attend to")
+    raise ValueError(
+        f"query at index {first} has no key to attend to (kernel={kernel!r}, "
+        f"bandwidth={float(bandwidth):.4g}); every kernel value in its row is 0, so its "
+        "weights are undefined. Use a larger bandwidth or the gaussian kernel."
+    )
 
 
 def leave_one_out_mask(n: int, device: torch.device | None = None) -> Tensor:
@@ -189,7 +215,12 @@ def leave_one_out_mask(n: int, device: torch.device | None = None) -> Tensor:
 
     Without it, a learnable bandwidth shrinks to zero: every point attends only to itself and
     reproduces its own noisy target, a training loss of zero that says nothing about new points.
+
+    Raises:
+        TypeError: if ``n`` is not an int.
+        ValueError: if ``n`` < 2.
     """
+    check_int("n", n)
     if n < 2:
         raise ValueError(f"n must be at least 2 for leave-one-out (each point needs another key), got {n}")
     return ~torch.eye(n, dtype=torch.bool, device=device)

@@ -269,9 +269,24 @@ def softmax_with_temperature(
         - scores: (..., S); mask: broadcastable to ``scores``; output: same as ``scores``
 
     Raises:
-        ValueError: if ``temperature`` is not finite and > 0, and as :func:`masked_softmax`.
+        ValueError: if ``temperature`` is not finite and > 0, or so small that a finite score
+            divided by it overflows (to infinity, where the softmax would be NaN), and as
+            :func:`masked_softmax`.
         TypeError: as :func:`masked_softmax`.
     """
     check_positive("temperature", temperature)
     scores = check_tensor("scores", scores)
-    return masked_softmax(scores / temperature, mask, dim=dim)
+    return masked_softmax(_divide_by_temperature(scores, temperature), mask, dim=dim)
+
+
+def _divide_by_temperature(scores: Tensor, temperature: float) -> Tensor:
+    """``scores / temperature``, refusing a temperature so small that a finite score overflows."""
+    scaled = scores / temperature
+    finite = torch.isfinite(scores)
+    if not bool(torch.isfinite(scaled[finite]).all()):
+        largest = scores[finite].abs().max().item()
+        raise ValueError(
+            f"temperature must be large enough that scores / temperature stays finite in "
+            f"{scaled.dtype}, got {temperature!r} with a largest |score| of {largest:.4g}"
+        )
+    return scaled

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_int, check_ndim, check_tensor, shape_str
+from attnlib._checks import check_int, check_ndim, check_tensor, check_token_ids, shape_str
 from attnlib.multihead import MultiHeadAttention
 from attnlib.positional import LearnedPositionalEmbedding
 
@@ -113,17 +113,20 @@ class OffsetCopyModel(nn.Module):
         self.readout = nn.Linear(embed_dim, num_offsets * num_symbols)
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
-        check_tensor("tokens", tokens)
-        check_ndim("tokens", tokens, 2, "(B, L)")
-        if tokens.shape[1] != self.length:
-            raise ValueError(f"tokens must have shape (B, L) with L = {self.length}, "
-                             f"got {shape_str(tokens.shape)}")
+        _check_tokens(tokens, self.length, self.num_symbols)  # (B, L) ids in [0, V)
         h = self.position(self.embedding(tokens))  # (B, L, D)
         y, weights = self.attention(h, h, h, need_weights=True)  # (B, L, D), (B, H, L, L)
         assert weights is not None
         B, L = tokens.shape
         logits = self.readout(y).view(B, L, self.num_offsets, self.num_symbols)  # (B, L, K, V)
         return logits, weights
+
+
+def _check_tokens(tokens: Tensor, length: int, num_symbols: int) -> None:
+    check_token_ids("tokens", tokens, num_symbols)
+    if tokens.shape[1] != length:
+        raise ValueError(f"tokens must have shape (B, L) with L = {length}, "
+                         f"got {shape_str(tokens.shape)}")
 
 
 def fit_offset_copy(

@@ -342,9 +342,12 @@ class RotaryPositionalEmbedding(nn.Module):
         B, L = x.shape[0], x.shape[-2]
         if positions is None:
             return torch.arange(offset, offset + L, device=x.device)  # (L,)
-        if offset != 0:
-            raise ValueError("give either positions or offset, not both")
         positions = check_tensor("positions", positions)
+        if offset != 0:
+            raise ValueError(
+                f"give either positions or offset, not both; got offset = {offset} and "
+                f"positions of shape {shape_str(positions.shape)}"
+            )
         if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
             raise TypeError(f"positions must have an integer dtype, got {positions.dtype}")
         if positions.shape not in ((L,), (B, L)):

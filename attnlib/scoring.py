@@ -15,7 +15,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_floating, check_ndim, check_tensor, shape_str
+from attnlib._checks import (
+    check_floating,
+    check_int,
+    check_ndim,
+    check_probability,
+    check_tensor,
+    shape_str,
+)
 from attnlib.masking import check_mask, masked_softmax
 
 __all__ = [
@@ -101,6 +108,7 @@ class AdditiveScore(nn.Module):
 
     def __init__(self, query_size: int, key_size: int, hidden_size: int, bias: bool = False):
         super().__init__()
+        _check_sizes(query_size=query_size, key_size=key_size, hidden_size=hidden_size)
         self.q_proj = nn.Linear(query_size, hidden_size, bias=bias)
         self.k_proj = nn.Linear(key_size, hidden_size, bias=False)
         # Same initialisation as nn.Linear(hidden_size, 1) would give w_v.
@@ -182,6 +190,7 @@ class BilinearScore(nn.Module):
 
     def __init__(self, query_size: int, key_size: int):
         super().__init__()
+        _check_sizes(query_size=query_size, key_size=key_size)
         bound = 1.0 / math.sqrt(key_size)
         self.weight = nn.Parameter(torch.empty(query_size, key_size).uniform_(-bound, bound))
 
@@ -221,17 +230,16 @@ class KeyValueAttention(nn.Module):
     Raises:
         ValueError: if ``dropout`` is not in [0, 1); in ``forward``, if key and value differ in
             length S or batch size, a rank is wrong, or ``mask`` does not broadcast.
-        TypeError: in ``forward``, if ``mask`` is not bool, or value is not floating point.
+        TypeError: if ``score`` is not an ``nn.Module`` or ``dropout`` not a number; in
+            ``forward``, if ``mask`` is not bool, or value is not floating point.
     """
 
     def __init__(self, score: nn.Module, dropout: float = 0.0):
         super().__init__()
         if not isinstance(score, nn.Module):
             raise TypeError(f"score must be an nn.Module, got {type(score).__name__}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.score = score
-        self.dropout = dropout
+        self.dropout = check_probability("dropout", dropout)
 
     def forward(
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
@@ -317,3 +325,8 @@ def hard_attention(
     gather_index = index.clamp(min=0)[:, :, None].expand(-1, -1, value.shape[-1])  # (B, L, Ev)
     output = torch.gather(value, 1, gather_index)  # (B, L, Ev)
     return output.masked_fill(dead[:, :, None], 0.0), index
+
+
+def _check_sizes(**sizes: int) -> None:
+    for name, size in sizes.items():
+        check_int(name, size, minimum=1)

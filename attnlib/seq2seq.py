@@ -223,7 +223,7 @@ class AttentionDecoder(nn.Module):
         """The context and the weights for one step: query = state, keys = values = memory."""
         if self.attention is None:
             weights = mask.to(memory.dtype)[:, None, :]  # (B, 1, S)
-            weights = weights / weights.sum(dim=-1, keepdim=True)
+            weights = weights / weights.sum(dim=-1, keepdim=True).clamp(min=1)  # no 0/0
             context = weights @ memory  # (B, 1, 2H)
         else:
             context, weights = self.attention(
@@ -296,9 +296,11 @@ class Seq2Seq(nn.Module):
                 f"tgt_in must have shape (B, L) with B = {src.shape[0]} (the batch size of src) "
                 f"and L >= 1, got shape {shape_str(tgt_in.shape)}"
             )
-        if bool(((tgt_in < 0) | (tgt_in >= self.config.tgt_vocab_size)).any()):
+        outside = (tgt_in < 0) | (tgt_in >= self.config.tgt_vocab_size)
+        if bool(outside.any()):
             raise ValueError(
-                f"tgt_in holds an id outside the target vocabulary [0, {self.config.tgt_vocab_size})"
+                f"tgt_in holds an id outside the target vocabulary "
+                f"[0, {self.config.tgt_vocab_size}): got id {int(tgt_in[outside][0])}"
             )
         memory, mask, state = self.encode(src, src_lengths)
         logits, weights = [], []

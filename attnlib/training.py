@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_int, check_positive
+from attnlib._checks import check_floating, check_int, check_positive, check_tensor
 from attnlib.data import BOS_ID, EOS, EOS_ID, PAD_ID, TokenPair, Vocab, batches, pad_batch
 
 __all__ = [
@@ -434,11 +434,14 @@ class LabelSmoothingLoss(nn.Module):
     Shape:
         - logits: (..., V), e.g. (B, L, V)
         - target: (...), e.g. (B, L), integer ids
-        - output: scalar, or (...) for ``"none"`` (0 where ignored)
+        - output: scalar, or (...) for ``"none"`` (0 where ignored). With ``"mean"`` and every
+          target ignored the loss is 0 (``F.cross_entropy`` returns NaN there).
 
     Raises:
-        ValueError: if ``smoothing`` is not in [0, 1), ``reduction`` is unknown, or the shapes
-            of ``logits`` and ``target`` do not match.
+        ValueError: if ``smoothing`` is not in [0, 1), ``reduction`` is unknown, the shapes
+            of ``logits`` and ``target`` do not match, or a target id is outside [0, V) and
+            not ``ignore_index``.
+        TypeError: if ``logits`` is not floating point or ``target`` not integer.
     """
 
     def __init__(
@@ -459,11 +462,7 @@ class LabelSmoothingLoss(nn.Module):
                 f"reduction={self.reduction!r}")
 
     def forward(self, logits: Tensor, target: Tensor) -> Tensor:
-        if logits.ndim < 1 or logits.shape[:-1] != target.shape:
-            raise ValueError(
-                f"logits (..., V) and target (...) must agree in (...), got logits of shape "
-                f"{tuple(logits.shape)} and target of shape {tuple(target.shape)}"
-            )
+        self._check_inputs(logits, target)
         log_probs = F.log_softmax(logits, dim=-1)  # (..., V)
         counted = target != self.ignore_index  # (...)
         safe = target.masked_fill(~counted, 0)  # any valid index; masked out below
@@ -474,7 +473,24 @@ class LabelSmoothingLoss(nn.Module):
             return loss
         if self.reduction == "sum":
             return loss.sum()
-        return loss.sum() / counted.sum()
+        return loss.sum() / counted.sum().clamp(min=1)  # 0, not 0/0, if every target is ignored
+
+    def _check_inputs(self, logits: Tensor, target: Tensor) -> None:
+        logits = check_tensor("logits", logits)
+        target = check_tensor("target", target)
+        check_floating("logits", logits)
+        if logits.ndim < 1 or logits.shape[:-1] != target.shape:
+            raise ValueError(
+                f"logits (..., V) and target (...) must agree in (...), got logits of shape "
+                f"{tuple(logits.shape)} and target of shape {tuple(target.shape)}"
+            )
+        if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+            raise TypeError(f"target must hold integer class ids, got dtype {target.dtype}")
+        V = logits.shape[-1]
+        outside = ((target < 0) | (target >= V)) & (target != self.ignore_index)
+        if bool(outside.any()):
+            raise ValueError(f"target must hold ids in [0, V) = [0, {V}) or ignore_index = "
+                             f"{self.ignore_index}, got id {int(target[outside][0])}")
 
 
 def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:

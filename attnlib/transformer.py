@@ -329,7 +329,8 @@ def make_masks(
     src_key_padding = lengths_to_mask(src_lengths, S)  # (B, S)
     if L is None:
         if tgt_lengths is not None:
-            raise ValueError("tgt_lengths was given without L, the decoder input length")
+            raise ValueError(f"L (the decoder input length) must be given with tgt_lengths, "
+                             f"got L = None and tgt_lengths {tgt_lengths.tolist()}")
         return Masks(src_key_padding)
     tgt_key_padding = None if tgt_lengths is None else lengths_to_mask(tgt_lengths, L)  # (B, L)
     causal = causal_mask(L, device=src_lengths.device)  # (L, L)
@@ -382,6 +383,7 @@ class FeedForward(nn.Module):
         return f"activation={self.activation!r}, dropout={self.dropout}"
 
     def forward(self, x: Tensor) -> Tensor:
+        _check_input("x", x, self.linear1.in_features)
         hidden = ACTIVATIONS[self.activation](self.linear1(x))  # (B, L, d_ff)
         hidden = F.dropout(hidden, p=self.dropout, training=self.training)
         out: Tensor = self.linear2(hidden)  # (B, L, D)
@@ -391,6 +393,9 @@ class FeedForward(nn.Module):
 def _check_layer_args(d_model: int, num_heads: int, d_ff: int, layer_norm_eps: float) -> None:
     check_int("d_model", d_model, minimum=1)
     check_int("num_heads", num_heads, minimum=1)
+    if d_model % num_heads:
+        raise ValueError(f"num_heads must divide d_model (each head gets d_model / num_heads "
+                         f"dimensions), got d_model = {d_model} and num_heads = {num_heads}")
     check_int("d_ff", d_ff, minimum=1)
     _check_eps(layer_norm_eps)
 
@@ -1351,10 +1356,14 @@ def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
         - length: any shape; output: the same, floating point
 
     Raises:
-        ValueError: if ``alpha`` is negative.
+        ValueError: if ``alpha`` or a length is negative.
+        TypeError: if ``length`` is not a tensor.
     """
     if not alpha >= 0.0:
         raise ValueError(f"length_penalty alpha must be >= 0, got {alpha}")
+    length = check_tensor("length", length)
+    if bool((length < 0).any()):
+        raise ValueError(f"length must be >= 0 (a number of tokens), got {length.min().item()}")
     return ((5.0 + length.double()) / 6.0) ** alpha
 
 

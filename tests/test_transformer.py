@@ -211,7 +211,7 @@ def test_make_masks() -> None:
     assert no_target.causal is None
     with pytest.raises(ValueError, match="without a target"):
         _ = no_target.decoder_self
-    with pytest.raises(ValueError, match="tgt_lengths was given without L"):
+    with pytest.raises(ValueError, match=r"L \(the decoder input length\) must be given with tgt_lengths"):
         make_masks(torch.tensor([2]), 2, torch.tensor([1]))
     # No target padding: the causal mask alone, for every sentence.
     assert torch.equal(make_masks(torch.tensor([1, 2]), 2, None, 3).decoder_self,
