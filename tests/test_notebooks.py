@@ -4,6 +4,7 @@ unexecuted (or half-executed) notebook would pass it silently."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,27 @@ def test_chapter_is_executed_top_to_bottom(path: Path) -> None:
         if figure:
             images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
             assert images, f"{path.name}: figure {figure.get('name')!r} has no stored image"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_figure_has_a_caption_and_is_referenced(path: Path) -> None:
+    """Each stored image is a numbered figure (a mystnb caption and name), and the chapter's
+    text refers to each figure by {numref}, so no figure stands unexplained."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    referenced = set(re.findall(r"\{numref\}`(?:[^`<]*<)?([\w-]+)>?`", text))
+    names = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        figure = cell.get("metadata", {}).get("mystnb", {}).get("figure") or {}
+        has_image = any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+        if has_image:
+            assert figure.get("caption") and figure.get("name"), (
+                f"{path.name}: cell {i} draws an image without a figure caption and name")
+        if figure.get("name"):
+            names.append(figure["name"])
+    unreferenced = [name for name in names if name not in referenced]
+    assert not unreferenced, f"{path.name}: figures the text never refers to: {unreferenced}"
+    dangling = sorted(name for name in referenced if name.startswith("fig-") and name not in names)
+    assert not dangling, f"{path.name}: {{numref}} to figures not in this chapter: {dangling}"
