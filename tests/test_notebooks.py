@@ -54,3 +54,12 @@ def test_every_figure_has_a_caption_and_is_referenced(path: Path) -> None:
     assert not unreferenced, f"{path.name}: figures the text never refers to: {unreferenced}"
     dangling = sorted(name for name in referenced if name.startswith("fig-") and name not in names)
     assert not dangling, f"{path.name}: {{numref}} to figures not in this chapter: {dangling}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_chapter_has_a_summary_and_exercises(path: Path) -> None:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    headings = [line.strip() for c in nb["cells"] if c["cell_type"] == "markdown"
+                for line in "".join(c["source"]).splitlines() if line.startswith("## ")]
+    for wanted in ("## Summary", "## Exercises"):
+        assert wanted in headings, f"{path.name}: no {wanted!r} section (headings: {headings})"
