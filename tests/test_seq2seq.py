@@ -22,13 +22,8 @@ from attnlib.training import translate
 V_SRC, V_TGT = 11, 13
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> object:
-    """The tensors are tiny: a second thread only adds synchronisation (and waits on a busy CPU)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# The tensors are tiny: one thread (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def make_model(use_attention: bool = True, seed: int = 0, **sizes: int) -> Seq2Seq:

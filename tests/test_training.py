@@ -28,14 +28,8 @@ from attnlib.training import (
     translate,
 )
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> object:
-    """The tensors are tiny: a second thread only adds synchronisation (and waits on a busy CPU)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# The tensors are tiny: one thread (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ---------------------------------------------------------------------------------------------
