@@ -101,6 +101,12 @@ def _check_eps(value: object) -> None:
         raise ValueError(f"layer_norm_eps must be finite and > 0, got {value}")
 
 
+#: The sizes of the model chapter 7 trains (the chapter builds its config from these, and the
+#: Transformer diagram takes its labels from them, so the picture follows the model).
+CHAPTER7_SIZES: dict[str, int] = {"d_model": 32, "num_heads": 4, "num_encoder_layers": 2,
+                                  "num_decoder_layers": 2, "d_ff": 64}
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     """Sizes and choices of a :class:`Transformer`; the defaults are the paper's base model.
