@@ -6,6 +6,7 @@ Plotting lives in :mod:`attnlib.plot` (the only module that imports matplotlib).
 """
 
 from attnlib.attention import scaled_dot_product_attention
+from attnlib.decoding import beam_search, gnmt_length_penalty
 from attnlib.kernel_regression import (
     NadarayaWatson,
     fit_bandwidth,
@@ -54,8 +55,6 @@ from attnlib.transformer import (
     Masks,
     Transformer,
     TransformerConfig,
-    beam_search,
-    gnmt_length_penalty,
     make_masks,
 )
 

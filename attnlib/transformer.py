@@ -30,10 +30,10 @@ the one place where this module turns lengths into masks (through
   letting a position see the word it must predict;
 - the target padding mask, combined with the causal one in the decoder's self-attention.
 
-At inference the decoder runs one token at a time (:func:`greedy_decode`, :func:`beam_search`).
-A :class:`DecoderCache` keeps each layer's self-attention keys and values of the tokens already
-produced, and the cross-attention keys and values, computed once from the encoder output, so a
-step costs one token's work instead of re-running the decoder over the whole prefix.
+At inference the decoder runs one token at a time: :meth:`Transformer.init_cache` and
+:meth:`Transformer.decode_step` feed one token through the decoder with the key/value cache of
+:mod:`attnlib.kv_cache`; the searches that call them, greedy and beam search, are in
+:mod:`attnlib.decoding` (their names stay importable from here).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 import torch
 import torch.nn.functional as F
@@ -55,32 +55,26 @@ from attnlib._checks import (
     shape_str,
 )
 from attnlib._checks import check_sequence as _check_input
-from attnlib.attention import scaled_dot_product_attention
+from attnlib.kv_cache import DecoderCache, LayerCache, _attend_cached, _project_key_value
 from attnlib.masking import causal_mask, lengths_to_mask
-from attnlib.multihead import MultiHeadAttention, copy_from_torch, merge_heads, split_heads
+from attnlib.multihead import MultiHeadAttention, copy_from_torch
 from attnlib.multihead import parameter_count as attention_parameter_count
 from attnlib.positional import SinusoidalPositionalEncoding
 
 __all__ = [
     "ACTIVATIONS",
     "AttentionWeights",
-    "Decoded",
     "Decoder",
-    "DecoderCache",
     "DecoderLayer",
     "DecoderOutput",
     "Encoded",
     "Encoder",
     "EncoderLayer",
     "FeedForward",
-    "LayerCache",
     "Masks",
     "StepOutput",
     "Transformer",
     "TransformerConfig",
-    "beam_search",
-    "gnmt_length_penalty",
-    "greedy_decode",
     "make_masks",
 ]
 
@@ -515,71 +509,6 @@ class EncoderLayer(nn.Module):
         return x, weights
 
 
-@dataclass
-class LayerCache:
-    """What one decoder layer keeps between decoding steps.
-
-    The self-attention keys and values of every target token fed so far (each step appends
-    one), and the cross-attention keys and values of the encoder output (computed once).
-
-    Shape:
-        - self_key, self_value: (B, H, t, E) after t steps
-        - memory_key, memory_value: (B, H, S, E)
-    """
-
-    self_key: Tensor
-    self_value: Tensor
-    memory_key: Tensor
-    memory_value: Tensor
-
-    def reorder(self, index: Tensor) -> None:
-        """Keep rows ``index`` of the batch (beam search's reordering), in place.
-
-        Shape:
-            - index: (B',) row numbers of the current batch
-        """
-        self.self_key = self.self_key.index_select(0, index)  # (B', H, t, E)
-        self.self_value = self.self_value.index_select(0, index)  # (B', H, t, E)
-        self.memory_key = self.memory_key.index_select(0, index)  # (B', H, S, E)
-        self.memory_value = self.memory_value.index_select(0, index)  # (B', H, S, E)
-
-
-def _project_key_value(mha: MultiHeadAttention, x: Tensor) -> tuple[Tensor, Tensor]:
-    """The keys and values ``mha`` computes from ``x``, split into heads.
-
-    Shape:
-        - x: (B, S, D); output: two (B, H, S, E)
-    """
-    H = mha.num_heads
-    return split_heads(mha.k_proj(x), H), split_heads(mha.v_proj(x), H)  # (B, H, S, E) x 2
-
-
-def _attend_cached(
-    mha: MultiHeadAttention,
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    mask: Tensor | None,
-    need_weights: bool,
-) -> tuple[Tensor, Tensor | None]:
-    """``mha(query, ., .)`` with keys and values already projected: what a cached step needs.
-
-    Shape:
-        - query: (B, L, D); key, value: (B, H, S, E); mask: broadcastable to (B, H, L, S)
-        - output: (B, L, D); weights: (B, H, L, S) or None
-    """
-    q = split_heads(mha.q_proj(query), mha.num_heads)  # (B, H, L, E)
-    p = mha.dropout if mha.training else 0.0
-    weights: Tensor | None = None
-    if need_weights:
-        heads, weights = scaled_dot_product_attention(q, key, value, mask, False, p,
-                                                      need_weights=True)  # (B, H, L, E)
-    else:
-        heads = scaled_dot_product_attention(q, key, value, mask, False, p)  # (B, H, L, E)
-    out: Tensor = mha.out_proj(merge_heads(heads))  # (B, L, D)
-    return out, weights
-
-
 class DecoderLayer(nn.Module):
     r"""One decoder layer: masked self-attention, cross-attention, feed-forward; residual + LN.
 
@@ -826,31 +755,6 @@ class Encoder(nn.Module):
         if self.norm is not None:
             x = self.norm(x)
         return x, _stack(weights)
-
-
-@dataclass
-class DecoderCache:
-    """A :class:`LayerCache` per decoder layer, the source padding mask, and the step count.
-
-    Made by :meth:`Transformer.init_cache`; :meth:`Transformer.decode_step` appends one token.
-
-    Shape:
-        - memory_key_padding_mask: (B, S), True at real source tokens
-    """
-
-    layers: list[LayerCache]
-    memory_key_padding_mask: Tensor
-    length: int = 0
-
-    def reorder(self, index: Tensor) -> None:
-        """Keep rows ``index`` of the batch, in every layer (beam search), in place.
-
-        Shape:
-            - index: (B',)
-        """
-        for layer in self.layers:
-            layer.reorder(index)
-        self.memory_key_padding_mask = self.memory_key_padding_mask.index_select(0, index)
 
 
 class Decoder(nn.Module):
@@ -1216,259 +1120,14 @@ class Transformer(nn.Module):
         return StepOutput(logits, None if cross_weights is None else cross_weights[:, :, :, 0])
 
 
-# ---------------------------------------------------------------------------------------------
-# Decoding
-# ---------------------------------------------------------------------------------------------
+# The searches moved to attnlib.decoding, which imports this module; they are looked up lazily
+# (PEP 562) so that ``from attnlib.transformer import greedy_decode`` keeps working.
+_MOVED_TO_DECODING = ("Decoded", "beam_search", "gnmt_length_penalty", "greedy_decode")
 
 
-class Decoded(NamedTuple):
-    """Decoded token ids and, per produced token, the cross-attention over the source.
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_DECODING:
+        from attnlib import decoding
 
-    A tuple ``(tokens, weights)``, as :func:`attnlib.training.translate` expects of a decoder.
-
-    Shape:
-        - tokens: (B, L), L <= max_len; ``<eos>`` where produced, ``<pad>`` after it
-        - weights: (B, L, S), the last decoder layer's cross-attention averaged over heads,
-          the weights with which each token was produced (zero rows after ``<eos>``). For every
-          layer and head, rerun :meth:`Transformer.attention_weights` on the produced tokens.
-    """
-
-    tokens: Tensor
-    weights: Tensor
-
-
-class _Stepper:
-    """One decoding step at a time, with a cache or by re-running the decoder on the prefix."""
-
-    def __init__(self, model: Transformer, encoded: Encoded, bos_id: int, use_cache: bool) -> None:
-        self.model, self.encoded, self.use_cache = model, encoded, use_cache
-        B = encoded.memory.shape[0]
-        self.prefix = torch.full((B, 1), bos_id, dtype=torch.long,
-                                 device=encoded.memory.device)  # (B, 1)
-        self.cache = model.init_cache(encoded) if use_cache else None
-
-    def logits(self) -> tuple[Tensor, Tensor]:
-        """Logits of the next token (B, V), and last-layer head-averaged cross weights (B, S)."""
-        if self.cache is not None:
-            logits, cross = self.model.decode_step(self.prefix[:, -1], self.cache,
-                                                   need_weights=True)
-            assert cross is not None
-            return logits, cross[:, -1].mean(dim=1)  # (B, V), (B, S)
-        out = self.model.decode(self.prefix, self.encoded, need_weights=True)
-        assert out.cross_weights is not None
-        return out.logits[:, -1], out.cross_weights[:, -1, :, -1].mean(dim=1)  # (B, V), (B, S)
-
-    def push(self, tokens: Tensor, rows: Tensor | None = None) -> None:
-        """Append ``tokens`` (B,) after keeping rows ``rows`` of the batch (beam search)."""
-        if rows is not None:
-            self.prefix = self.prefix.index_select(0, rows)  # (B, t)
-            if self.cache is not None:
-                self.cache.reorder(rows)
-            else:
-                memory, lengths = self.encoded
-                self.encoded = Encoded(memory.index_select(0, rows), lengths.index_select(0, rows))
-        self.prefix = torch.cat((self.prefix, tokens[:, None]), dim=1)  # (B, t + 1)
-
-
-def _check_decode_args(model: object, max_len: int) -> Transformer:
-    if not isinstance(model, Transformer):
-        raise TypeError(f"model must be an attnlib Transformer, got {type(model).__name__}")
-    check_int("max_len", max_len, minimum=1)
-    if max_len > model.config.max_len:
-        raise ValueError(f"max_len = {max_len} exceeds the model's max_len = "
-                         f"{model.config.max_len} (the longest decoder input it accepts)")
-    return model
-
-
-@torch.no_grad()
-def greedy_decode(
-    model: Transformer,
-    src: Tensor,
-    src_lengths: Tensor,
-    max_len: int,
-    bos_id: int | None = None,
-    eos_id: int | None = None,
-    *,
-    use_cache: bool = True,
-) -> Decoded:
-    r"""Translate a batch greedily, one token at a time.
-
-    .. math::
-
-        \hat y_t = \operatorname*{arg\,max}_y \, p(y \mid \hat y_{<t}, \mathbf x), \qquad
-        \hat y_0 = \texttt{<bos>}
-
-    The encoder runs once. With ``use_cache`` each step feeds only the newest token and reuses
-    the cached keys and values (:class:`DecoderCache`); without, each step re-runs the decoder
-    on the whole prefix. Both give the same tokens; the cache makes step t cost O(t) instead of
-    O(t²). A sentence is finished once it has produced ``<eos>``; its row then holds ``<pad>``.
-    Decoding stops when every sentence is finished or after ``max_len`` tokens. The model is
-    put in eval mode for the call and restored afterwards.
-
-    Args:
-        model: a :class:`Transformer`.
-        src, src_lengths: the source batch.
-        max_len: the most tokens to produce, <= ``model.config.max_len``.
-        bos_id, eos_id: None: the config's.
-        use_cache: use the key/value cache.
-
-    Shape:
-        - src: (B, S); src_lengths: (B,)
-        - returns :class:`Decoded`, tokens (B, L) and weights (B, L, S), L <= ``max_len``
-
-    Raises:
-        TypeError, ValueError: if ``max_len`` is not an int in [1, ``model.config.max_len``], or
-            the source is bad (see :class:`Transformer`).
-    """
-    model = _check_decode_args(model, max_len)
-    c = model.config
-    bos = c.bos_id if bos_id is None else bos_id
-    eos = c.eos_id if eos_id is None else eos_id
-    was_training = model.training
-    model.eval()
-    try:
-        encoded = model.encode(src, src_lengths)
-        stepper = _Stepper(model, encoded, bos, use_cache)
-        finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,)
-        tokens, weights = [], []
-        for _ in range(max_len):
-            logits, step_weights = stepper.logits()  # (B, V), (B, S)
-            y = logits.argmax(dim=-1).masked_fill(finished, c.pad_id)  # (B,)
-            tokens.append(y)
-            weights.append(step_weights.masked_fill(finished[:, None], 0.0))
-            finished = finished | (y == eos)
-            if bool(finished.all()):
-                break
-            stepper.push(y)
-        return Decoded(torch.stack(tokens, dim=1), torch.stack(weights, dim=1))  # (B, L), (B, L, S)
-    finally:
-        model.train(was_training)
-
-
-def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
-    r"""GNMT's length normalisation {Wu et al. 2016}: divide a log-probability by it.
-
-    .. math::
-
-        \mathrm{lp}(n) = \left(\frac{5 + n}{6}\right)^{\alpha}, \qquad
-        \text{score}(\mathbf y) = \frac{\log p(\mathbf y \mid \mathbf x)}{\mathrm{lp}(|\mathbf y|)}
-
-    A log-probability is a sum of negative terms, so without normalisation
-    (:math:`\alpha = 0`, lp = 1) shorter hypotheses win; :math:`\alpha = 1` is close to the
-    average log-probability per token (lp grows like n); the paper uses :math:`\alpha = 0.6`.
-    :math:`|\mathbf y|` counts the produced tokens, ``<eos>`` included.
-
-    Shape:
-        - length: any shape; output: the same, floating point
-
-    Raises:
-        ValueError: if ``alpha`` or a length is negative.
-        TypeError: if ``length`` is not a tensor.
-    """
-    if not alpha >= 0.0:
-        raise ValueError(f"length_penalty alpha must be >= 0, got {alpha}")
-    length = check_tensor("length", length)
-    if bool((length < 0).any()):
-        raise ValueError(f"length must be >= 0 (a number of tokens), got {length.min().item()}")
-    return ((5.0 + length.double()) / 6.0) ** alpha
-
-
-@torch.no_grad()
-def beam_search(
-    model: Transformer,
-    src: Tensor,
-    src_lengths: Tensor,
-    max_len: int,
-    bos_id: int | None = None,
-    eos_id: int | None = None,
-    *,
-    beam_size: int = 4,
-    length_penalty: float = 0.6,
-    use_cache: bool = True,
-) -> Decoded:
-    r"""Translate a batch by beam search with GNMT length normalisation.
-
-    Each sentence keeps ``beam_size`` = K hypotheses. At each step every hypothesis is extended
-    by every word, and the K best of the K·V candidates survive, ranked by the normalised score
-
-    .. math::
-
-        \text{score}(\mathbf y) = \frac{\sum_t \log p(y_t \mid \mathbf y_{<t}, \mathbf x)}
-                                       {\mathrm{lp}(|\mathbf y|)}
-
-    (:func:`gnmt_length_penalty`, ``length_penalty`` = :math:`\alpha`). A hypothesis that has
-    produced ``<eos>`` is finished: it stays a candidate with its score frozen (it is only
-    "extended" by ``<pad>`` at log-probability 0), so a longer hypothesis must beat it to take
-    its place. Search stops when all K hypotheses of every sentence are finished or after
-    ``max_len`` tokens; the best-scoring hypothesis is returned. With K = 1 this is greedy
-    decoding. The cache is reordered along with the hypotheses
-    (:meth:`DecoderCache.reorder`). The model is in eval mode for the call.
-
-    Args:
-        model, src, src_lengths, max_len, bos_id, eos_id, use_cache: as :func:`greedy_decode`.
-        beam_size: K >= 1.
-        length_penalty: :math:`\alpha` >= 0; 0 ranks by raw log-probability.
-
-    Shape:
-        - src: (B, S); src_lengths: (B,)
-        - returns :class:`Decoded`: the best hypothesis, tokens (B, L), and its weights (B, L, S)
-
-    Raises:
-        The errors of :func:`greedy_decode`; ValueError if ``beam_size`` < 1 or
-        ``length_penalty`` < 0.
-    """
-    model = _check_decode_args(model, max_len)
-    K = check_int("beam_size", beam_size, minimum=1)
-    alpha = length_penalty
-    gnmt_length_penalty(torch.zeros(()), alpha)  # validates alpha
-    c = model.config
-    bos = c.bos_id if bos_id is None else bos_id
-    eos = c.eos_id if eos_id is None else eos_id
-    was_training = model.training
-    model.eval()
-    try:
-        encoded = model.encode(src, src_lengths)
-        B, S = src.shape
-        memory, src_lengths = encoded
-        beams = Encoded(memory.repeat_interleave(K, dim=0),
-                        src_lengths.repeat_interleave(K, dim=0))  # (B K, S, D), (B K,)
-        stepper = _Stepper(model, beams, bos, use_cache)
-        device = src.device
-        # At the start the K hypotheses of a sentence are the same <bos>: keep only the first
-        # one alive, or the search would pick the same word K times.
-        scores = torch.full((B, K), float("-inf"), dtype=torch.float64, device=device)
-        scores[:, 0] = 0.0
-        scores = scores.view(B * K)  # (B K,) summed log-probabilities
-        lengths = torch.zeros(B * K, dtype=torch.long, device=device)  # (B K,)
-        finished = torch.zeros(B * K, dtype=torch.bool, device=device)  # (B K,)
-        tokens = torch.zeros(B * K, 0, dtype=torch.long, device=device)  # (B K, 0)
-        weights = memory.new_zeros(B * K, 0, S)  # (B K, 0, S)
-        offsets = torch.arange(B, device=device)[:, None] * K  # (B, 1)
-        for _ in range(max_len):
-            logits, step_weights = stepper.logits()  # (B K, V), (B K, S)
-            V = logits.shape[-1]
-            log_probs = F.log_softmax(logits.double(), dim=-1)  # (B K, V)
-            frozen = torch.full_like(log_probs[0], float("-inf"))  # (V,)
-            frozen[c.pad_id] = 0.0
-            log_probs = torch.where(finished[:, None], frozen, log_probs)  # (B K, V)
-            candidates = scores[:, None] + log_probs  # (B K, V)
-            new_lengths = lengths + (~finished).long()  # (B K,)
-            normalised = candidates / gnmt_length_penalty(new_lengths, alpha)[:, None]
-            _, best = normalised.view(B, K * V).topk(K, dim=-1)  # (B, K)
-            rows = (offsets + best // V).view(B * K)  # (B K,) the hypothesis each comes from
-            words = (best % V).view(B * K)  # (B K,)
-            scores = candidates.view(B, K * V).gather(1, best).view(B * K)  # (B K,)
-            lengths = new_lengths[rows]
-            was_finished = finished[rows]
-            tokens = torch.cat((tokens[rows], words[:, None]), dim=1)  # (B K, t + 1)
-            step_weights = step_weights[rows].masked_fill(was_finished[:, None], 0.0)  # (B K, S)
-            weights = torch.cat((weights[rows], step_weights[:, None]), dim=1)  # (B K, t + 1, S)
-            finished = was_finished | (words == eos)
-            if bool(finished.all()):
-                break
-            stepper.push(words, rows)
-        final = (scores / gnmt_length_penalty(lengths, alpha)).view(B, K)  # (B, K)
-        chosen = (offsets[:, 0] + final.argmax(dim=-1))  # (B,)
-        return Decoded(tokens[chosen], weights[chosen])  # (B, L), (B, L, S)
-    finally:
-        model.train(was_training)
+        return getattr(decoding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -213,7 +213,7 @@ def bench_transformer(reps: int) -> list[Result]:
 
 
 def bench_decoding(reps: int) -> list[Result]:
-    from attnlib.transformer import greedy_decode
+    from attnlib.decoding import greedy_decode
 
     torch.manual_seed(0)
     config = attnlib.TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=256,
