@@ -5,16 +5,14 @@ model whose ``forward(src, src_lengths, tgt_in)`` returns logits (B, L, V), or a
 first element is the logits; :func:`translate` works with any greedy decoder that has the
 signature of :func:`attnlib.seq2seq.greedy_decode`.
 
-Stored notebook outputs must not depend on progress-bar refreshes, so :func:`progress` is silent
-when the environment variable ``ATTNLIB_PROGRESS`` is ``"0"`` (the make targets set it).
+Progress bars come from :mod:`attnlib.progress`: a reader sees them, stored outputs never hold them.
 BLEU is computed by sacrebleu {Post 2018}, the standard implementation, never by hand.
 """
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +22,7 @@ from torch import Tensor, nn
 
 from attnlib._checks import check_floating, check_int, check_positive, check_tensor
 from attnlib.data import BOS_ID, EOS, EOS_ID, PAD_ID, TokenPair, Vocab, batches, pad_batch
+from attnlib.progress import progress, progress_enabled
 
 __all__ = [
     "GreedyDecoder",
@@ -39,36 +38,6 @@ __all__ = [
     "train_seq2seq",
     "translate",
 ]
-
-# ---------------------------------------------------------------------------------------------
-# Progress
-# ---------------------------------------------------------------------------------------------
-
-
-def progress_enabled() -> bool:
-    """False when the environment variable ``ATTNLIB_PROGRESS`` is ``"0"``, True otherwise."""
-    return os.environ.get("ATTNLIB_PROGRESS", "1").strip() != "0"
-
-
-def progress(
-    iterable: Iterable[Any], total: int | None = None, desc: str | None = None, **kwargs: Any
-) -> Iterable[Any]:
-    """Wrap ``iterable`` in a tqdm progress bar for interactive readers.
-
-    Uses ``tqdm.auto`` (a widget in Jupyter, text in a terminal). When ``ATTNLIB_PROGRESS`` is
-    ``"0"`` (set by ``make execute`` and ``make test``, so that stored outputs never hold a
-    progress bar) or tqdm is not installed, the iterable is returned unchanged and nothing is
-    printed. Extra keyword arguments go to ``tqdm``.
-    """
-    if not progress_enabled():
-        return iterable
-    try:
-        from tqdm.auto import tqdm  # type: ignore[import-untyped]
-    except ImportError:  # tqdm is an optional dependency of attnlib
-        return iterable
-    bar: Iterable[Any] = tqdm(iterable, total=total, desc=desc, **kwargs)
-    return bar
-
 
 # ---------------------------------------------------------------------------------------------
 # Teacher-forcing training

@@ -1,14 +1,17 @@
 """Run the nbval suite under a matrix of settings and print one line per combination.
 
-The stored outputs must not depend on the thread count, on the CPU code path PyTorch picks
+The stored outputs must not depend on the thread count or on the CPU code path PyTorch picks
 (``ATEN_CPU_CAPABILITY``: ``default`` means no vector instructions, as on an older machine;
-``native`` leaves PyTorch's own choice) or on the run (each combination runs twice in a row).
+``native`` leaves PyTorch's own choice). The default matrix is the two combinations that find
+different things, each unlike ``make test``'s own run (2 threads, the machine's code path):
+1 thread with ``default`` and 2 threads with ``avx2``. Notebooks run side by side, as many as
+the cores allow at the combination's thread count, each in its own pytest process and kernel.
 
 Every combination runs even after one fails, so the table shows the whole matrix; the exit
 status is non-zero if any combination failed. The table is also written to
 ``_build/reproduce.md``.
 
-Usage: ``python tools/reproduce.py --threads 1 2 --capabilities default avx2 --runs 2 NOTEBOOK...``
+Usage: ``python tools/reproduce.py --combos 1:default 2:avx2 --runs 1 NOTEBOOK...``
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 NBVAL = [
@@ -28,57 +32,80 @@ NBVAL = [
 _COUNT = re.compile(r"(\d+) (passed|failed|error|errors|skipped)")
 
 
-def run_one(threads: int, capability: str, notebooks: list[str]) -> tuple[int, dict[str, int], float]:
+def _env(threads: int, capability: str) -> dict[str, str]:
     env = dict(os.environ, ATTNLIB_NUM_THREADS=str(threads))
     if capability == "native":
         env.pop("ATEN_CPU_CAPABILITY", None)
     else:
         env["ATEN_CPU_CAPABILITY"] = capability
-    start = time.perf_counter()
-    proc = subprocess.run([*NBVAL, *notebooks], env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    return env
+
+
+def _nbval_one(notebook: str, env: dict[str, str]) -> tuple[int, dict[str, int], list[str]]:
+    proc = subprocess.run([*NBVAL, notebook], env=env, capture_output=True, text=True)
     lines = proc.stdout.strip().splitlines()
     summary = lines[-1] if lines else ""
     counts = {word.rstrip("s"): int(n) for n, word in _COUNT.findall(summary)}
-    if proc.returncode != 0:
-        # The failing cells, for the log: pytest's short summary lines.
-        for line in lines:
-            if line.startswith(("FAILED", "ERROR")):
-                print("   ", line, flush=True)
-        if proc.stderr.strip():
-            print(proc.stderr.strip()[-2000:], file=sys.stderr, flush=True)
-    return proc.returncode, counts, seconds
+    log = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
+    if proc.returncode != 0 and proc.stderr.strip():
+        log.append(proc.stderr.strip()[-2000:])
+    return proc.returncode, counts, log
+
+
+def run_one(threads: int, capability: str, notebooks: list[str],
+            jobs: int) -> tuple[int, dict[str, int], float]:
+    """nbval over every notebook, one pytest process per notebook, ``jobs`` of them at a time
+    (each notebook in its own fresh kernel, as in one nbval run)."""
+    env = _env(threads, capability)
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(lambda nb: _nbval_one(nb, env), notebooks))
+    seconds = time.perf_counter() - start
+    code, totals = 0, {"passed": 0, "failed": 0, "error": 0}
+    for rc, counts, log in results:
+        code = code or rc
+        for key in totals:
+            totals[key] += counts.get(key, 0)
+        for line in log:
+            print("   ", line, flush=True)
+    return code, totals, seconds
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--capabilities", nargs="+", default=["default", "avx2"])
-    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--combos", nargs="+", default=["1:default", "2:avx2"],
+                        help="THREADS:ATEN_CPU_CAPABILITY pairs")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--cores", type=int, default=os.cpu_count() or 1,
+                        help="notebooks run side by side: cores // threads at a time")
     parser.add_argument("--report", type=Path, default=Path("_build/reproduce.md"))
     parser.add_argument("notebooks", nargs="+")
     args = parser.parse_args(argv)
+    combos = []
+    for combo in args.combos:
+        threads, _, capability = combo.partition(":")
+        combos.append((int(threads), capability or "native"))
 
-    rows = ["| threads | ATEN_CPU_CAPABILITY | run | cells passed | failed | seconds |",
-            "|--:|:--|--:|--:|--:|--:|"]
+    rows = ["| threads | ATEN_CPU_CAPABILITY | run | notebooks side by side | cells passed | failed | seconds |",
+            "|--:|:--|--:|--:|--:|--:|--:|"]
     failures = 0
     start = time.perf_counter()
-    for threads in args.threads:
-        for capability in args.capabilities:
-            for run in range(1, args.runs + 1):
-                print(f"== nbval: ATTNLIB_NUM_THREADS={threads} ATEN_CPU_CAPABILITY={capability} "
-                      f"run {run}", flush=True)
-                code, counts, seconds = run_one(threads, capability, args.notebooks)
-                failed = counts.get("failed", 0) + counts.get("error", 0)
-                if code != 0:
-                    failures += 1
-                    failed = max(failed, 1)
-                passed = counts.get("passed", 0)
-                print(f"   {'ok' if code == 0 else 'FAILED'}: {passed} cells passed, "
-                      f"{failed} failed, {seconds:.0f} s", flush=True)
-                rows.append(f"| {threads} | {capability} | {run} | {passed} | {failed} | "
-                            f"{seconds:.0f} |")
-    total = len(args.threads) * len(args.capabilities) * args.runs
+    for threads, capability in combos:
+        jobs = max(1, args.cores // threads)
+        for run in range(1, args.runs + 1):
+            print(f"== nbval: ATTNLIB_NUM_THREADS={threads} ATEN_CPU_CAPABILITY={capability} "
+                  f"run {run} ({jobs} notebook(s) at a time)", flush=True)
+            code, counts, seconds = run_one(threads, capability, args.notebooks, jobs)
+            failed = counts.get("failed", 0) + counts.get("error", 0)
+            if code != 0:
+                failures += 1
+                failed = max(failed, 1)
+            passed = counts.get("passed", 0)
+            print(f"   {'ok' if code == 0 else 'FAILED'}: {passed} cells passed, "
+                  f"{failed} failed, {seconds:.0f} s", flush=True)
+            rows.append(f"| {threads} | {capability} | {run} | {jobs} | {passed} | {failed} | "
+                        f"{seconds:.0f} |")
+    total = len(combos) * args.runs
     verdict = (f"{total - failures} of {total} combinations passed "
                f"in {time.perf_counter() - start:.0f} s")
     report = "\n".join([*rows, "", verdict, ""])
