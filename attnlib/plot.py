@@ -75,6 +75,8 @@ def heatmap(
     colorbar: bool = True,
     colorbar_label: str = "attention weight",
     extent: tuple[float, float, float, float] | None = None,
+    xcoords: Sequence[float] | Tensor | None = None,
+    ycoords: Sequence[float] | Tensor | None = None,
     xtick_rotation: float = 90,
 ) -> Axes:
     """Draw one matrix of attention weights: queries down the rows, keys along the columns.
@@ -85,8 +87,11 @@ def heatmap(
     Args:
         ax: axes to draw into; a new figure is made when None.
         xticklabels, yticklabels: token labels for the keys and the queries.
-        extent: (left, right, bottom, top) data coordinates, for continuous queries and keys
-            (e.g. the inputs of kernel regression) instead of token indices.
+        extent: (left, right, bottom, top) data coordinates for evenly spaced queries and keys.
+        xcoords, ycoords: the positions of the keys and of the queries (sorted), for continuous
+            inputs that are not evenly spaced (e.g. random training inputs of kernel
+            regression): each cell then spans half-way to its neighbours, so the axes are to
+            scale. Give both or neither; not with ``extent``.
         xtick_rotation: angle of the key labels; 0 suits short Chinese tokens.
 
     Raises:
@@ -101,9 +106,16 @@ def heatmap(
         raise ValueError(f"yticklabels must have L={m.shape[0]} labels, got {len(yticklabels)}")
     if ax is None:
         _, ax = plt.subplots(figsize=(4.2, 3.6))
-    image = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
-                      interpolation="nearest", extent=extent,
-                      origin="upper" if extent is None else "lower")
+    if (xcoords is None) != (ycoords is None) or (xcoords is not None and extent is not None):
+        raise ValueError("give xcoords and ycoords together, and not with extent")
+    if xcoords is not None and ycoords is not None:
+        xe, ye = _edges(np.asarray(xcoords, dtype=float), m.shape[1], "xcoords"), _edges(
+            np.asarray(ycoords, dtype=float), m.shape[0], "ycoords")
+        image: Any = ax.pcolormesh(xe, ye, m, cmap=cmap, vmin=vmin, vmax=vmax, shading="flat")
+    else:
+        image = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
+                          interpolation="nearest", extent=extent,
+                          origin="upper" if extent is None else "lower")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
@@ -116,6 +128,17 @@ def heatmap(
         cb = ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
         cb.set_label(colorbar_label)
     return ax
+
+
+def _edges(coords: np.ndarray[Any, Any], size: int, name: str) -> np.ndarray[Any, Any]:
+    """Cell edges half-way between sorted coordinates, the outer ones mirrored."""
+    if coords.ndim != 1 or coords.shape[0] != size or size < 2:
+        raise ValueError(f"{name} must be 1-D with one coordinate per cell ({size}), got shape "
+                         f"{coords.shape}")
+    if not bool(np.all(np.diff(coords) > 0)):
+        raise ValueError(f"{name} must be strictly increasing")
+    mid = (coords[1:] + coords[:-1]) / 2
+    return np.concatenate([[2 * coords[0] - mid[0]], mid, [2 * coords[-1] - mid[-1]]])
 
 
 def heatmaps(
@@ -150,7 +173,8 @@ def heatmaps(
         heatmap(matrices[i], ax, title=titles[i], vmax=vmax, colorbar=False, **kwargs)
         if i % ncols:
             ax.set_ylabel("")
-    mappable = axes.flat[0].images[0]
+    first = axes.flat[0]
+    mappable = first.images[0] if first.images else first.collections[0]
     fig.colorbar(mappable, ax=axes.ravel().tolist(), shrink=0.8,
                  label=kwargs.get("colorbar_label", "attention weight"))
     return fig
