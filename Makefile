@@ -27,7 +27,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 NBVAL := python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help install system-packages book execute test lint typecheck unit nbval browser build lab lock clean reproduce bench test-offline
+.PHONY: help install system-packages browser-check book execute test lint typecheck unit nbval browser build lab lock clean reproduce bench test-offline
 
 help:
 	@echo "make book     build the HTML book (creates .venv and installs the pinned set on first use)"
@@ -85,11 +85,22 @@ system-packages:
 # MathJax typeset, images loaded, clean console, no other host, TOC and prev/next resolve.
 # Screenshots of the intro and each chapter land in _build/screenshots/. Never skipped here.
 browser: system-packages book
+	$(MAKE) --no-print-directory browser-check
+
+# The browser test over the book already in _build/html (`make test` has just built it).
+browser-check: system-packages $(STAMP)
 	ATTNLIB_REQUIRE_BROWSER=1 python -m pytest tests/browser -p no:cacheprovider
 
+# Each step's time is printed as it ends, and a table of them at the end.
+TEST_STEPS := lint typecheck unit nbval book browser-check
 test: system-packages $(STAMP)
-	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory lint typecheck unit nbval book browser; \
+	@start=$$(date +%s); times=""; \
+	for step in $(TEST_STEPS); do \
+	  t0=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$step; \
+	  times="$$times  $$step $$(( $$(date +%s) - t0 )) s"$$'\n'; \
+	done; \
+	printf 'make test: step times\n%s' "$$times"; \
 	echo "make test: everything passed in $$(( $$(date +%s) - start )) s"
 
 # The stored outputs must not depend on the thread count or on the CPU code path PyTorch picks
@@ -120,7 +131,7 @@ bench: $(STAMP)
 # As root (containers, CI machines) Jupyter refuses to start without --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
-	jupyter lab $(LAB_FLAGS) chapters/
+	jupyter lab $(LAB_FLAGS) $(LAB_ARGS) chapters/
 
 # Re-pin every package: a fresh venv from requirements.in, then an exact freeze.
 lock:
