@@ -117,6 +117,13 @@ def lengths_to_mask(lengths: Tensor, max_len: int) -> Tensor:
         ValueError: if ``lengths`` is not 1-D, holds a negative length or one longer than
             ``max_len``, or if ``max_len`` < 0.
     """
+    lengths, max_len = _check_lengths(lengths, max_len)
+    positions = torch.arange(max_len, device=lengths.device)  # (S,)
+    return positions < lengths[:, None]  # (B, S)
+
+
+def _check_lengths(lengths: Tensor, max_len: int) -> tuple[Tensor, int]:
+    """The argument checks of :func:`lengths_to_mask`; returns the checked arguments."""
     lengths = check_tensor("lengths", lengths)
     if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
         raise TypeError(
@@ -136,8 +143,7 @@ def lengths_to_mask(lengths: Tensor, max_len: int) -> Tensor:
                 f"lengths must be <= max_len = {max_len}, got a length of {hi} "
                 f"in {lengths.tolist()}"
             )
-    positions = torch.arange(max_len, device=lengths.device)  # (S,)
-    return positions < lengths[:, None]  # (B, S)
+    return lengths, max_len
 
 
 def padding_mask(lengths: Tensor, max_len: int) -> Tensor:
@@ -231,26 +237,34 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
             float dtype other than ``scores``'.
         ValueError: if ``mask`` does not broadcast to ``scores``, or ``dim`` is out of range.
     """
-    scores = check_tensor("scores", scores)
-    check_floating("scores", scores)
-    if scores.ndim == 0 or not -scores.ndim <= dim < scores.ndim:
-        raise ValueError(
-            f"dim must index a dimension of scores of shape {shape_str(scores.shape)}, got {dim}"
-        )
+    scores, mask = _check_softmax_args(scores, mask, dim)
     if mask is None:
         masked = scores
+    elif mask.dtype == torch.bool:
+        masked = torch.where(mask, scores, float("-inf"))  # True = may attend
     else:
-        mask = check_mask("mask", mask, scores.shape, dtype=scores.dtype)
-        if mask.dtype == torch.bool:
-            masked = torch.where(mask, scores, float("-inf"))
-        else:
-            masked = scores + mask
+        masked = scores + mask  # a float mask is added: 0 or -inf
     # A row with no allowed key would be softmax(-inf, ..., -inf) = NaN, and NaN * 0 in the
     # backward pass would poison the gradients of the other rows too; give it finite dummy
     # scores first, then zero its weights.
     dead = torch.isneginf(masked).all(dim=dim, keepdim=True)
     weights = torch.softmax(masked.masked_fill(dead, 0.0), dim=dim)
     return weights.masked_fill(dead, 0.0)
+
+
+def _check_softmax_args(
+    scores: Tensor, mask: Tensor | None, dim: int
+) -> tuple[Tensor, Tensor | None]:
+    """The argument checks of :func:`masked_softmax`; returns scores and the checked mask."""
+    scores = check_tensor("scores", scores)
+    check_floating("scores", scores)
+    if scores.ndim == 0 or not -scores.ndim <= dim < scores.ndim:
+        raise ValueError(
+            f"dim must index a dimension of scores of shape {shape_str(scores.shape)}, got {dim}"
+        )
+    if mask is not None:
+        mask = check_mask("mask", mask, scores.shape, dtype=scores.dtype)
+    return scores, mask
 
 
 def softmax_with_temperature(

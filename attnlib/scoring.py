@@ -244,22 +244,9 @@ class KeyValueAttention(nn.Module):
     def forward(
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        value = check_tensor("value", value)
-        check_floating("value", value)
-        check_ndim("value", value, 3, "(B, S, Ev)")
-        check_tensor("key", key)
-        if key.ndim == 3 and key.shape[:2] != value.shape[:2]:
-            raise ValueError(
-                f"key (B, S, Ek) and value (B, S, Ev) must agree in B and S, got key of shape "
-                f"{shape_str(key.shape)} and value of shape {shape_str(value.shape)}"
-            )
+        _check_key_value(key, value)
         scores: Tensor = self.score(query, key)  # (B, L, S)
-        if mask is not None:
-            mask = check_mask("mask", mask, scores.shape, expected="(B, L, S)")
-            if mask.dtype != torch.bool:
-                raise TypeError(
-                    f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}"
-                )
+        mask = _check_bool_mask(mask, scores)
         weights = masked_softmax(scores, mask)  # (B, L, S)
         dropout_p = self.dropout if self.training else 0.0
         weights = F.dropout(weights, p=dropout_p)
@@ -276,9 +263,11 @@ def hard_attention(
         j^*_i = \operatorname*{arg\,max}_{j:\, m_{ij}} a(\mathbf q_i, \mathbf k_j), \qquad
         \mathrm{out}_i = \mathbf v_{j^*_i}
 
-    The argmax is piecewise constant, so no gradient flows back to ``scores`` (the output
-    depends on them only through an integer index); gradients still reach ``value``. A query
-    that may attend to no key gets index -1 and a zero output.
+    This is the deterministic variant, the :math:`\tau \to 0` limit of the softmax. (Xu et al.'s
+    stochastic hard attention *samples* the index from the weights instead.) The argmax is
+    piecewise constant, so no gradient flows back to ``scores`` (the output depends on them only
+    through an integer index); gradients still reach ``value``. A query that may attend to no
+    key gets index -1 and a zero output.
 
     Args:
         scores: attention scores, e.g. from a scoring module.
@@ -300,8 +289,33 @@ def hard_attention(
             not broadcast to ``scores``.
         TypeError: if ``scores`` or ``value`` is not floating point or ``mask`` is not bool.
     """
-    scores = check_tensor("scores", scores)
+    _check_scores_value(scores, value)
+    mask = _check_bool_mask(mask, scores)
+    masked = scores if mask is None else torch.where(mask, scores, float("-inf"))  # (B, L, S)
+    dead = torch.isneginf(masked).all(dim=-1)  # (B, L)
+    index = masked.argmax(dim=-1).masked_fill(dead, -1)  # (B, L)
+    gather_index = index.clamp(min=0)[:, :, None].expand(-1, -1, value.shape[-1])  # (B, L, Ev)
+    output = torch.gather(value, 1, gather_index)  # (B, L, Ev)
+    return output.masked_fill(dead[:, :, None], 0.0), index
+
+
+def _check_key_value(key: Tensor, value: Tensor) -> None:
+    """The argument checks of :meth:`KeyValueAttention.forward` before the scores."""
     value = check_tensor("value", value)
+    check_floating("value", value)
+    check_ndim("value", value, 3, "(B, S, Ev)")
+    check_tensor("key", key)
+    if key.ndim == 3 and key.shape[:2] != value.shape[:2]:
+        raise ValueError(
+            f"key (B, S, Ek) and value (B, S, Ev) must agree in B and S, got key of shape "
+            f"{shape_str(key.shape)} and value of shape {shape_str(value.shape)}"
+        )
+
+
+def _check_scores_value(scores: Tensor, value: Tensor) -> None:
+    """The argument checks of :func:`hard_attention`."""
+    check_tensor("scores", scores)
+    check_tensor("value", value)
     check_floating("scores", scores)
     check_floating("value", value)
     check_ndim("scores", scores, 3, "(B, L, S)")
@@ -311,20 +325,16 @@ def hard_attention(
             f"scores (B, L, S) and value (B, S, Ev) must agree in B and S, got scores of shape "
             f"{shape_str(scores.shape)} and value of shape {shape_str(value.shape)}"
         )
-    if mask is not None:
-        mask = check_mask("mask", mask, scores.shape, expected="(B, L, S)")
-        if mask.dtype != torch.bool:
-            raise TypeError(
-                f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}"
-            )
-        masked = torch.where(mask, scores, float("-inf"))  # (B, L, S)
-    else:
-        masked = scores
-    dead = torch.isneginf(masked).all(dim=-1)  # (B, L)
-    index = masked.argmax(dim=-1).masked_fill(dead, -1)  # (B, L)
-    gather_index = index.clamp(min=0)[:, :, None].expand(-1, -1, value.shape[-1])  # (B, L, Ev)
-    output = torch.gather(value, 1, gather_index)  # (B, L, Ev)
-    return output.masked_fill(dead[:, :, None], 0.0), index
+
+
+def _check_bool_mask(mask: Tensor | None, scores: Tensor) -> Tensor | None:
+    """A bool mask (True = may attend) broadcastable to the (B, L, S) scores, or None."""
+    if mask is None:
+        return None
+    mask = check_mask("mask", mask, scores.shape, expected="(B, L, S)")
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}")
+    return mask
 
 
 def _check_sizes(**sizes: int) -> None:
