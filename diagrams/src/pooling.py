@@ -18,10 +18,10 @@ def values() -> dict[str, Any]:
 def render(values: dict[str, Any]) -> str:
     return graph_header("attention_pooling", rankdir="LR", nodesep=0.25, ranksep=0.3) + f"""
   q [label=<query <B>q</B>>, {role("query")}];
-  k [label=<keys<BR/><B>k</B><SUB>1</SUB>, …, <B>k</B><SUB>M</SUB>>, {role("key")}];
-  v [label=<values<BR/><B>v</B><SUB>1</SUB>, …, <B>v</B><SUB>M</SUB>>, {role("value")}];
+  k [label=<keys<BR/><B>k</B><SUB>1</SUB>, …, <B>k</B><SUB><I>S</I></SUB>>, {role("key")}];
+  v [label=<values<BR/><B>v</B><SUB>1</SUB>, …, <B>v</B><SUB><I>S</I></SUB>>, {role("value")}];
   a [label=<scoring function <I>a</I><BR/>注意力评分函数>, {role("op")}];
-  s [label=<attention scores<BR/><I>a</I>(<B>q</B>, <B>k</B><SUB>j</SUB>), <I>j</I> = 1…<I>M</I><BR/>注意力分数>, {role("score")}];
+  s [label=<attention scores<BR/><I>a</I>(<B>q</B>, <B>k</B><SUB>j</SUB>), <I>j</I> = 1…<I>S</I><BR/>注意力分数>, {role("score")}];
   sm [label=<softmax<BR/><FONT POINT-SIZE="10">only normalises</FONT>>, {role("op")}];
   w [label=<attention weights<BR/>α(<B>q</B>, <B>k</B><SUB>j</SUB>) ≥ 0, Σ<SUB>j</SUB> α = 1<BR/>注意力权重>, {role("score")}];
   sum [label=<weighted sum<BR/>Σ<SUB>j</SUB> α(<B>q</B>, <B>k</B><SUB>j</SUB>) <B>v</B><SUB>j</SUB>>, {role("op")}];

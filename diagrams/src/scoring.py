@@ -13,12 +13,12 @@ TOOL = "dot"
 # (name, score, learnable parameters, sizes): attnlib's forms, as chapter 2's table writes them.
 FUNCTIONS = [
     ("additive", "<B>w</B><SUB>v</SUB><SUP>⊤</SUP> tanh(<B>W</B><SUB>q</SUB><B>q</B> + <B>W</B><SUB>k</SUB><B>k</B> + <B>b</B>)",
-     "<B>W</B><SUB>q</SUB>: <I>h</I>×<I>E</I><SUB>q</SUB>, <B>W</B><SUB>k</SUB>: <I>h</I>×<I>E</I><SUB>k</SUB>, <B>b</B>, <B>w</B><SUB>v</SUB>: <I>h</I>",
-     "<I>E</I><SUB>q</SUB> ≠ <I>E</I><SUB>k</SUB> allowed"),
-    ("dot", "<B>q</B><SUP>⊤</SUP><B>k</B>", "none", "<I>E</I><SUB>q</SUB> = <I>E</I><SUB>k</SUB> = <I>E</I>"),
-    ("scaled dot", "<B>q</B><SUP>⊤</SUP><B>k</B> / √<I>E</I>", "none", "<I>E</I><SUB>q</SUB> = <I>E</I><SUB>k</SUB> = <I>E</I>"),
-    ("bilinear", "<B>q</B><SUP>⊤</SUP><B>W</B><B>k</B>", "<B>W</B>: <I>E</I><SUB>q</SUB>×<I>E</I><SUB>k</SUB>",
-     "<I>E</I><SUB>q</SUB> ≠ <I>E</I><SUB>k</SUB> allowed"),
+     "<B>W</B><SUB>q</SUB>: <I>d</I><SUB>a</SUB>×<I>d</I><SUB>q</SUB>, <B>W</B><SUB>k</SUB>: <I>d</I><SUB>a</SUB>×<I>d</I><SUB>k</SUB>, <B>b</B>, <B>w</B><SUB>v</SUB>: <I>d</I><SUB>a</SUB>",
+     "<I>d</I><SUB>q</SUB> ≠ <I>d</I><SUB>k</SUB> allowed"),
+    ("dot", "<B>q</B><SUP>⊤</SUP><B>k</B>", "none", "<I>d</I><SUB>q</SUB> = <I>d</I><SUB>k</SUB>"),
+    ("scaled dot", "<B>q</B><SUP>⊤</SUP><B>k</B> / √<I>d</I><SUB>k</SUB>", "none", "<I>d</I><SUB>q</SUB> = <I>d</I><SUB>k</SUB>"),
+    ("bilinear", "<B>q</B><SUP>⊤</SUP><B>W</B><B>k</B>", "<B>W</B>: <I>d</I><SUB>q</SUB>×<I>d</I><SUB>k</SUB>",
+     "<I>d</I><SUB>q</SUB> ≠ <I>d</I><SUB>k</SUB> allowed"),
 ]
 
 
@@ -39,11 +39,11 @@ def _table() -> str:
 def render(values: dict[str, Any]) -> str:
     return graph_header("scoring_functions", rankdir="TB", nodesep=0.3, ranksep=0.3) + f"""
   subgraph cluster_additive {{
-    label=<<B>the additive scoring network</B>: one hidden layer of size <I>h</I>>; labeljust=l;
+    label=<<B>the additive scoring network</B>: one hidden layer of size <I>d</I><SUB>a</SUB>>; labeljust=l;
     color="#999999"; style="rounded";
-    k [label=<key <B>k</B> ∈ ℝ<SUP><I>E</I><SUB>k</SUB></SUP>>, {role("key")}];
+    k [label=<key <B>k</B> ∈ ℝ<SUP><I>d</I><SUB>k</SUB></SUP>>, {role("key")}];
     wk [label=<<B>W</B><SUB>k</SUB><B>k</B>>, {role("op")}];
-    q [label=<query <B>q</B> ∈ ℝ<SUP><I>E</I><SUB>q</SUB></SUP>>, {role("query")}];
+    q [label=<query <B>q</B> ∈ ℝ<SUP><I>d</I><SUB>q</SUB></SUP>>, {role("query")}];
     wq [label=<<B>W</B><SUB>q</SUB><B>q</B>>, {role("op")}];
     plus [label=<+ <B>b</B>>, shape=circle, {role("op")}, margin="0.02"];
     tanh [label=<tanh>, {role("op")}];
@@ -51,12 +51,12 @@ def render(values: dict[str, Any]) -> str:
     a [label=<score<BR/><I>a</I>(<B>q</B>, <B>k</B>) ∈ ℝ>, {role("score")}];
     {{ rank=same; k; wk; }}
     {{ rank=same; q; wq; plus; tanh; wv; a; }}
-    k -> wk [label=<<I>E</I><SUB>k</SUB>>, {edge_role("key")}];
-    q -> wq [label=<<I>E</I><SUB>q</SUB>>, {edge_role("query")}];
-    wk -> plus [label=<  <I>h</I>>];
-    wq -> plus [label=<<I>h</I>>];
-    plus -> tanh [label=<<I>h</I>>];
-    tanh -> wv [label=<<I>h</I>>];
+    k -> wk [label=<<I>d</I><SUB>k</SUB>>, {edge_role("key")}];
+    q -> wq [label=<<I>d</I><SUB>q</SUB>>, {edge_role("query")}];
+    wk -> plus [label=<  <I>d</I><SUB>a</SUB>>];
+    wq -> plus [label=<<I>d</I><SUB>a</SUB>>];
+    plus -> tanh [label=<<I>d</I><SUB>a</SUB>>];
+    tanh -> wv [label=<<I>d</I><SUB>a</SUB>>];
     wv -> a [label="1"];
   }}
   subgraph cluster_four {{
