@@ -27,7 +27,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 NBVAL := python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help install system-packages browser-check book execute test lint typecheck unit nbval browser build lab lock clean reproduce bench test-offline
+.PHONY: help install system-packages browser-check book execute test lint typecheck unit nbval browser build lab lock clean reproduce bench diagrams test-offline
 
 help:
 	@echo "make book     build the HTML book (creates .venv and installs the pinned set on first use)"
@@ -127,6 +127,16 @@ test-offline: system-packages $(STAMP)
 # attnlib side by side with its PyTorch twins; prints a table of ratios, writes _build/bench.csv.
 bench: $(STAMP)
 	python bench/run_bench.py --threads $(ATTNLIB_NUM_THREADS)
+
+# The diagrams (diagrams/*.svg) from their sources (diagrams/src/*.py) with graphviz and matplotlib.
+# The SVGs are committed: `make book` and `make test` never need graphviz (tests/test_diagrams.py
+# checks each SVG's stamp against its source and the values it draws).
+diagrams: $(STAMP)
+	@command -v dot >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends graphviz; \
+	  else echo "make diagrams: needs graphviz's dot (Debian/Ubuntu: sudo apt-get install graphviz)" >&2; exit 1; fi; }
+	python tools/make_diagrams.py
 
 # As root (containers, CI machines) Jupyter refuses to start without --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
