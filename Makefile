@@ -134,8 +134,8 @@ bench: $(STAMP)
 diagrams: $(STAMP)
 	@command -v dot >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && apt-get install -y -qq --no-install-recommends graphviz; \
-	  else echo "make diagrams: needs graphviz's dot (Debian/Ubuntu: sudo apt-get install graphviz)" >&2; exit 1; fi; }
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends graphviz fonts-liberation2 fonts-wqy-microhei; \
+	  else echo "make diagrams: needs graphviz's dot (Debian/Ubuntu: sudo apt-get install graphviz fonts-liberation2 fonts-wqy-microhei)" >&2; exit 1; fi; }
 	python tools/make_diagrams.py
 
 # As root (containers, CI machines) Jupyter refuses to start without --allow-root.

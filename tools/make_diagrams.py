@@ -39,7 +39,8 @@ SRC = ROOT / "diagrams" / "src"
 OUT = ROOT / "diagrams"
 STYLE = SRC / "_style.py"
 STAMP_RE = re.compile(r"<!-- attnlib-diagram source=(\S+) sha256=([0-9a-f]{64}) -->")
-GRAPHVIZ_HELP = "make diagrams needs graphviz's `dot` on PATH: install graphviz (Debian/Ubuntu: apt-get install graphviz)"
+GRAPHVIZ_HELP = ("make diagrams needs graphviz's `dot` on PATH: install graphviz "
+                 "(Debian/Ubuntu: apt-get install graphviz fonts-liberation2 fonts-wqy-microhei)")
 
 
 def load(path: Path) -> ModuleType:
@@ -89,10 +90,22 @@ def stored_stamp(svg: Path) -> tuple[str, str] | None:
     return (match.group(1), match.group(2)) if match else None
 
 
+def _has_cjk_font() -> bool:
+    """Whether fontconfig (which graphviz's cairo renderer uses) knows a Chinese font."""
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        return False
+    found = subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True, text=True, check=False)
+    return bool(found.stdout.strip())
+
+
 def run_dot(text: str) -> str:
     dot = shutil.which("dot")
     if dot is None:
         raise SystemExit(GRAPHVIZ_HELP)
+    if re.search(r"[\u3000-\u9fff]", text) and not _has_cjk_font():
+        raise SystemExit("make diagrams needs a Chinese font for graphviz (fontconfig): install one, "
+                         "e.g. fonts-wqy-microhei (Debian/Ubuntu)")
     result = subprocess.run([dot, "-Tsvg:cairo"], input=text.encode("utf-8"), capture_output=True, check=False)
     if result.returncode != 0:
         raise SystemExit(f"dot failed:\n{result.stderr.decode('utf-8', 'replace')}")
