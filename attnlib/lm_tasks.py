@@ -1,0 +1,96 @@
+r"""Text for the book's language models: words that repeat, so the past predicts the future.
+
+:func:`echo_text` writes lines of lowercase letters: a random word of ``period`` letters, then
+the same word again and again,
+
+.. code-block:: text
+
+    qhzkwmbdafpe qhzkwmbdafpe qhzkwmbdafpe qhz...
+
+(shown with spaces; there are none in the tokens). The first ``period`` letters are random and
+no model can predict them: their best loss is :math:`\ln 26 \approx 3.26`. Every later letter
+is the letter ``period`` positions back,
+
+.. math::
+
+    x_t = x_{t - P} \quad (t \ge P),
+
+so a model that can look P positions back predicts it exactly. P is the dependency's length:
+a model that cannot see that far (a sliding window shorter than P, say) is left guessing.
+Nothing is read from disk; a private generator makes the text.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from attnlib._checks import check_int, check_ndim, check_tensor
+
+__all__ = ["ALPHABET", "IGNORE_INDEX", "echo_targets", "echo_text", "to_text"]
+
+ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+"""The vocabulary: token id i is letter ``ALPHABET[i]``."""
+
+IGNORE_INDEX = -100
+"""The target of a letter no model can predict (``F.cross_entropy``'s default ignore index)."""
+
+
+def echo_text(n: int, length: int, period: int, seed: int = 0) -> Tensor:
+    """``n`` lines of ``length`` letters, each a random ``period``-letter word repeated.
+
+    Letters are drawn uniformly with a private ``torch.Generator`` seeded with ``seed``.
+
+    Shape:
+        - output: (n, length), long, ids in [0, 26)
+
+    Raises:
+        TypeError: if an argument is not an int.
+        ValueError: if ``n``, ``length`` or ``period`` < 1.
+    """
+    check_int("n", n, minimum=1)
+    check_int("length", length, minimum=1)
+    check_int("period", period, minimum=1)
+    generator = torch.Generator().manual_seed(seed)
+    words = torch.randint(0, len(ALPHABET), (n, period), generator=generator)  # (n, P)
+    repeats = -(-length // period)  # ceil
+    return words.repeat(1, repeats)[:, :length]  # (n, length)
+
+
+def echo_targets(tokens: Tensor, period: int) -> Tensor:
+    r"""The next-token targets of echo text: letter t + 1, or :data:`IGNORE_INDEX` if random.
+
+    Position t predicts :math:`x_{t+1}`; it is predictable when :math:`t + 1 \ge P`. The last
+    position has no next letter.
+
+    Shape:
+        - tokens: (B, L); output: (B, L), long
+
+    Raises:
+        ValueError: if ``tokens`` is not 2-D or ``period`` < 1.
+    """
+    tokens = check_tensor("tokens", tokens)
+    check_ndim("tokens", tokens, 2, "(B, L)")
+    check_int("period", period, minimum=1)
+    targets = torch.full_like(tokens, IGNORE_INDEX)  # (B, L)
+    targets[:, :-1] = tokens[:, 1:]
+    targets[:, : period - 1] = IGNORE_INDEX
+    return targets
+
+
+def to_text(tokens: Tensor) -> list[str]:
+    """Token ids as lines of letters.
+
+    Shape:
+        - tokens: (B, L) or (L,)
+
+    Raises:
+        ValueError: if ``tokens`` holds an id outside [0, 26) or is not 1-D or 2-D.
+    """
+    tokens = check_tensor("tokens", tokens)
+    check_ndim("tokens", tokens, (1, 2), "(B, L) or (L,)")
+    rows = tokens[None] if tokens.ndim == 1 else tokens
+    if bool(((rows < 0) | (rows >= len(ALPHABET))).any()):
+        raise ValueError(f"tokens must be letter ids in [0, {len(ALPHABET)}), got "
+                         f"{int(rows[(rows < 0) | (rows >= len(ALPHABET))][0])}")
+    return ["".join(ALPHABET[int(t)] for t in row) for row in rows]
