@@ -125,7 +125,7 @@ def test_noam_lr_errors(args: tuple[int, int, int], match: str) -> None:
 
 @pytest.fixture(scope="module")
 def corpus() -> Any:
-    return make_corpus()
+    return make_corpus(n_pairs=2000, difficulty=0)  # short sentences: max_len=32 below
 
 
 def tiny_model(corpus: Any, seed: int = 0, dropout: float = 0.1) -> Transformer:

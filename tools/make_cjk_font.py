@@ -90,19 +90,15 @@ def book_characters() -> str:
     """The characters the font must hold, sorted by code point.
 
     Every CJK character of attnlib.data's lexicon (keys and values of every mapping), of the
-    Chinese side of every grammatical sentence (which adds the grammar's function words such as
-    在 和 一起 了 不 没 都), of :data:`GLOSSARY` and :data:`PUNCTUATION`.
+    grammar's function words (在 和 一起 了 不 没 都 的 因为 ...), of :data:`GLOSSARY` and
+    :data:`PUNCTUATION`.
     """
     from attnlib import data
 
-    words: set[str] = set()
-    for lexicon in (data.SUBJECTS, data.VERBS, data.OBJECTS, data.PLACES, data.COMPANIONS,
-                    data.TIMES):
-        for key, value in lexicon.items():
-            words.add(key)
+    words: set[str] = set(data.lexicon_words()) | set(data.FUNCTION_WORDS)
+    for lexicon in (data.PRONOUNS, data.PEOPLE, data.THINGS, data.VERBS, data.PLACES, data.TIMES):
+        for value in lexicon.values():
             words.update(_strings(value))
-    for frame in data.iter_frames():
-        words.update(data.realize(frame).src)
     words.update(GLOSSARY)
     words.update(PUNCTUATION)
     return "".join(sorted({c for word in words for c in word if is_cjk(c)}))

@@ -1,0 +1,172 @@
+"""Synthetic tasks: copying and reversing symbol sequences, and key-value retrieval (chapter 2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attnlib._checks import shape_str
+
+__all__ = ["RetrievalTask", "copy_task", "key_retrieval_task", "reverse_task"]
+
+
+def _check_int(name: str, value: int, low: int) -> None:
+    """Raise TypeError unless ``value`` is an int (not a bool), ValueError if it is < ``low``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+
+
+def copy_task(
+    n: int, length: int = 10, num_symbols: int = 10, seed: int = 0
+) -> tuple[Tensor, Tensor]:
+    """The copy task: random symbol sequences whose target is the sequence itself.
+
+    Symbols are 1..``num_symbols``; 0 is left free for padding. Drawn from a private
+    ``torch.Generator`` seeded with ``seed``, so the global random state is untouched.
+
+    Shape:
+        Returns ``(src, tgt)``, both (n, length) long, ``tgt == src``.
+
+    Raises:
+        ValueError: if ``n``, ``length`` or ``num_symbols`` is < 1.
+    """
+    src = _random_symbols(n, length, num_symbols, seed)
+    return src, src.clone()
+
+
+def reverse_task(
+    n: int, length: int = 10, num_symbols: int = 10, seed: int = 0
+) -> tuple[Tensor, Tensor]:
+    """The reversal task: like :func:`copy_task`, but the target is the sequence reversed.
+
+    Shape:
+        Returns ``(src, tgt)``, both (n, length) long, ``tgt[i] == src[i].flip(0)``.
+
+    Raises:
+        ValueError: if ``n``, ``length`` or ``num_symbols`` is < 1.
+    """
+    src = _random_symbols(n, length, num_symbols, seed)
+    return src, src.flip(1)  # (n, length)
+
+
+def _random_symbols(n: int, length: int, num_symbols: int, seed: int) -> Tensor:
+    for name, value in (("n", n), ("length", length), ("num_symbols", num_symbols)):
+        _check_int(name, value, low=1)
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(1, num_symbols + 1, (n, length), generator=generator)  # (n, length)
+
+
+# ---------------------------------------------------------------------------------------------
+# Key-value retrieval: a task for comparing scoring functions (chapter 2)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class RetrievalTask:
+    r"""Queries, keys and values of :func:`key_retrieval_task`; query i refers to key i.
+
+    The ideal attention puts all of query i's weight on key i, so the ideal output is
+    ``value`` itself and the ideal weight matrix of every example is the identity.
+
+    Shape:
+        query: (n, S, Eq), the S queries of each example.
+        key: (n, S, Ek), each key of norm :math:`\sqrt{E_k}`.
+        value: (n, S, Ev).
+        mapping: (Eq, Ek), the hidden linear map from a key to its query.
+    """
+
+    query: Tensor
+    key: Tensor
+    value: Tensor
+    mapping: Tensor
+
+    def accuracy(self, weights: Tensor) -> float:
+        """The fraction of queries whose largest attention weight is on their own key.
+
+        Shape:
+            weights: (n, S, S), queries × keys, as returned by attention on this task.
+
+        Raises:
+            ValueError: if ``weights`` does not have shape (n, S, S).
+        """
+        n, S = self.key.shape[:2]
+        if weights.shape != (n, S, S):
+            raise ValueError(
+                f"weights must have shape (n, S, S) = {shape_str((n, S, S))}, "
+                f"got {shape_str(weights.shape)}"
+            )
+        right = torch.arange(S, device=weights.device)  # (S,)
+        return float((weights.argmax(dim=-1) == right).double().mean())
+
+
+def key_retrieval_task(
+    n: int,
+    num_keys: int = 8,
+    key_size: int = 8,
+    value_size: int = 4,
+    mapping: Tensor | None = None,
+    noise: float = 0.5,
+    seed: int = 0,
+) -> RetrievalTask:
+    r"""A key-value store and queries that each ask for one of its keys in another form.
+
+    Each of the ``n`` examples holds ``num_keys`` = S keys :math:`\mathbf k_j`, drawn uniformly
+    from the sphere of radius :math:`\sqrt{E_k}` (so every key has the same length), and as many
+    values :math:`\mathbf v_j \sim \mathcal N(0, \mathbf I)`, unrelated to the keys. Query i is
+    key i seen through a hidden linear map :math:`\mathbf M` (``mapping``), plus noise:
+
+    .. math::
+
+        \mathbf q_i = \mathbf M \mathbf k_i + \sigma \boldsymbol\varepsilon_i, \qquad
+        \boldsymbol\varepsilon_i \sim \mathcal N(0, \mathbf I_{E_q}).
+
+    Attention solves the task if every query puts its largest weight on its own key; its
+    output is then close to the value stored under that key. With :math:`\mathbf M = \mathbf I`
+    (the default) a query resembles its key, and a dot product finds it; with any other map a
+    score must learn :math:`\mathbf M`. A scoring function sees vectors only, never positions,
+    so putting the right key at the query's own index only makes the ideal weight matrix the
+    identity. Drawn in float64 from a private ``torch.Generator`` seeded with ``seed``; the
+    global random state is untouched.
+
+    Args:
+        n: the number of examples.
+        num_keys: S, the keys (and queries) per example.
+        key_size: Ek.
+        value_size: Ev.
+        mapping: M, a floating-point (Eq, Ek) tensor; ``None`` is the identity (Eq = Ek).
+        noise: the standard deviation :math:`\sigma` of the query noise, >= 0.
+        seed: the seed of the generator.
+
+    Shape:
+        mapping: (Eq, Ek). Returns a :class:`RetrievalTask` with query (n, S, Eq),
+        key (n, S, Ek), value (n, S, Ev) and mapping (Eq, Ek), all float64.
+
+    Raises:
+        TypeError: if a size is not an int, or ``mapping`` is not a floating-point tensor.
+        ValueError: if a size is < 1, ``mapping`` is not (Eq, Ek) with Ek = ``key_size``, or
+            ``noise`` is negative or not finite.
+    """
+    for name, size in (("n", n), ("num_keys", num_keys), ("key_size", key_size),
+                       ("value_size", value_size)):
+        _check_int(name, size, low=1)
+    if mapping is None:
+        mapping = torch.eye(key_size, dtype=torch.float64)
+    if not isinstance(mapping, Tensor) or not mapping.is_floating_point():
+        raise TypeError(f"mapping must be a floating-point tensor (Eq, Ek), got "
+                        f"{mapping.dtype if isinstance(mapping, Tensor) else type(mapping).__name__}")
+    if mapping.ndim != 2 or mapping.shape[1] != key_size:
+        raise ValueError(f"mapping must have shape (Eq, Ek) with Ek = key_size = {key_size}, "
+                         f"got {shape_str(mapping.shape)}")
+    if not noise >= 0.0 or noise == float("inf"):
+        raise ValueError(f"noise must be finite and >= 0, got {noise}")
+    mapping = mapping.detach().to(torch.float64)
+    generator = torch.Generator().manual_seed(seed)
+    key = torch.randn(n, num_keys, key_size, generator=generator, dtype=torch.float64)
+    key = key / key.norm(dim=-1, keepdim=True) * key_size**0.5  # (n, S, Ek)
+    value = torch.randn(n, num_keys, value_size, generator=generator, dtype=torch.float64)
+    eps = torch.randn(n, num_keys, mapping.shape[0], generator=generator, dtype=torch.float64)
+    query = key @ mapping.T + noise * eps  # (n, S, Eq)
+    return RetrievalTask(query=query, key=key, value=value, mapping=mapping.clone())

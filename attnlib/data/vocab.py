@@ -1,0 +1,97 @@
+"""Vocabularies: a token ↔ id table with four special tokens."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final
+
+from torch import Tensor
+
+from attnlib._checks import shape_str
+
+__all__ = ["BOS", "BOS_ID", "EOS", "EOS_ID", "PAD", "PAD_ID", "SPECIALS", "UNK", "UNK_ID",
+           "Vocab"]
+
+PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+SPECIALS: Final[tuple[str, ...]] = (PAD, BOS, EOS, UNK)
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """A token ↔ id table: the four specials (ids 0 to 3), then the tokens in sorted order.
+
+    ``vocab[token]`` and :meth:`encode` map a token the table does not hold to ``<unk>``.
+    Build one from training sentences with :meth:`build`.
+    """
+
+    itos: tuple[str, ...]
+    _stoi: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.itos[: len(SPECIALS)] != SPECIALS:
+            raise ValueError(f"itos must start with {SPECIALS}, got {self.itos[:len(SPECIALS)]}")
+        stoi = {token: i for i, token in enumerate(self.itos)}
+        if len(stoi) != len(self.itos):
+            duplicates = sorted(t for t, n in Counter(self.itos).items() if n > 1)
+            raise ValueError(f"itos must hold every token once, got duplicate tokens: "
+                             f"{duplicates}")
+        object.__setattr__(self, "_stoi", MappingProxyType(stoi))
+
+    @classmethod
+    def build(cls, sentences: Iterable[Sequence[str]]) -> Vocab:
+        """The vocabulary of every token in ``sentences``: specials first, then sorted tokens.
+
+        Raises:
+            ValueError: if a sentence contains one of the special tokens.
+        """
+        tokens: set[str] = set()
+        for sentence in sentences:
+            tokens.update(sentence)
+        clash = sorted(tokens.intersection(SPECIALS))
+        if clash:
+            raise ValueError(f"sentences must not contain the special tokens, found {clash}")
+        return cls((*SPECIALS, *sorted(tokens)))
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __getitem__(self, token: str) -> int:
+        return self._stoi.get(token, UNK_ID)
+
+    def __contains__(self, token: object) -> bool:
+        return token in self._stoi
+
+    def encode(self, tokens: Iterable[str]) -> list[int]:
+        """Map tokens to ids; a token not in the vocabulary becomes ``<unk>`` (id 3)."""
+        return [self._stoi.get(token, UNK_ID) for token in tokens]
+
+    def decode(self, ids: Iterable[int] | Tensor, strip_special: bool = True) -> list[str]:
+        """Map ids back to tokens.
+
+        With ``strip_special``, ``<pad>`` and ``<bos>`` are dropped and decoding stops at the
+        first ``<eos>``, which is what a model's greedy output needs. ``<unk>`` is kept: it stands
+        for a word, and a BLEU score should count it as wrong rather than not see it.
+
+        Raises:
+            ValueError: if an id is outside [0, len(vocab)), or ``ids`` is a tensor that is not 1-D.
+        """
+        if isinstance(ids, Tensor):
+            if ids.ndim != 1:
+                raise ValueError(f"ids must be 1-D (L,), got shape {shape_str(ids.shape)}")
+            ids = [int(i) for i in ids.tolist()]
+        tokens: list[str] = []
+        for position, i in enumerate(ids):
+            if not 0 <= i < len(self.itos):
+                raise ValueError(f"ids[{position}]: id {i} is outside the vocabulary "
+                                 f"[0, {len(self.itos)}) of this Vocab")
+            if strip_special:
+                if i == EOS_ID:
+                    break
+                if i in (PAD_ID, BOS_ID):
+                    continue
+            tokens.append(self.itos[i])
+        return tokens
