@@ -31,10 +31,13 @@ def render(values: dict[str, Any]) -> str:
     D, H, E = values["d_model"], values["num_heads"], values["head_dim"]
     n_enc, n_dec, d_ff = values["num_encoder_layers"], values["num_decoder_layers"], values["d_ff"]
     mha = f"H = {H} heads of E = {E}"
+    mask_stroke = ROLES["mask"][0]
     ffn = f"D → d<SUB>ff</SUB> = {d_ff} → D, ReLU between"
     add_ln = f"Add &amp; LayerNorm{_small('<BR/>post-LN: LN(x + f(x))')}"
+    def mask(text: str) -> str:
+        return f'<BR/><FONT COLOR="{mask_stroke}" POINT-SIZE="11"><B>mask:</B> {text}</FONT>'
+
     residual = 'style=dashed, color="#555555", constraint=false, label=" residual", fontcolor="#555555"'
-    mask_stroke = ROLES["mask"][0]
     return graph_header("transformer", rankdir="BT", nodesep=0.3, ranksep=0.28) + f"""
   label=<<B>The Transformer of chapter 7</B>: D = {D}, H = {H}, N = {n_enc} encoder and {n_dec} decoder layers, d<SUB>ff</SUB> = {d_ff}  (attnlib.transformer.CHAPTER7_SIZES)>;
   labelloc=t; fontsize=13;
@@ -45,11 +48,10 @@ def render(values: dict[str, Any]) -> str:
     eemb [label=<embedding × √D, D = {D}<BR/>+ sinusoidal positions, dropout>, {role("op")}];
     subgraph cluster_enc_layer {{
       label=<<B>encoder layer</B> × N = {n_enc}>; labeljust=r; color="#777777"; style="rounded,dashed";
-      esa [label=<multi-head self-attention<BR/>{_small(mha + "<BR/>queries = keys = values = the layer input")}>, {role("op")}];
+      esa [label=<multi-head self-attention<BR/>{_small(mha + "<BR/>queries = keys = values = the layer input")}{mask("source padding (B, S)")}>, {role("op")}];
       eln1 [label=<{add_ln}>, {role("norm")}];
       effn [label=<feed-forward network<BR/>{_small(ffn)}>, {role("op")}];
       eln2 [label=<{add_ln}>, {role("norm")}];
-      msrc1 [label=<source padding<BR/>mask (B, S)>, {role("mask")}];
     }}
     enc_out [label=<encoder output <B>H</B><SUP>(N)</SUP>  (B, S, D)>, {striped("key", "value")}];
     src -> eemb [label="  (B, S)"];
@@ -66,14 +68,12 @@ def render(values: dict[str, Any]) -> str:
     demb [label=<embedding × √D, D = {D}<BR/>+ sinusoidal positions, dropout>, {role("op")}];
     subgraph cluster_dec_layer {{
       label=<<B>decoder layer</B> × N = {n_dec}>; labeljust=l; color="#777777"; style="rounded,dashed";
-      dsa [label=<masked multi-head self-attention<BR/>{_small(mha)}>, {role("op")}];
+      dsa [label=<masked multi-head self-attention<BR/>{_small(mha)}{mask("causal (L, L)")}{mask("and target padding (B, L)")}>, {role("op")}];
       dln1 [label=<{add_ln}>, {role("norm")}];
-      dca [label=<multi-head cross-attention<BR/>{_small(mha + "<BR/>queries from the decoder,<BR/>keys and values from the encoder")}>, {role("op")}];
+      dca [label=<multi-head cross-attention<BR/>{_small(mha + "<BR/>queries from the decoder,<BR/>keys and values from the encoder")}{mask("source padding (B, S)")}>, {role("op")}];
       dln2 [label=<{add_ln}>, {role("norm")}];
       dffn [label=<feed-forward network<BR/>{_small(ffn)}>, {role("op")}];
       dln3 [label=<{add_ln}>, {role("norm")}];
-      msrc2 [label=<source padding<BR/>mask (B, S)>, {role("mask")}];
-      mdec [label=<causal mask (L, L)<BR/>AND target padding<BR/>mask (B, L)>, {role("mask")}];
     }}
     lin [label=<output layer: the target embedding, transposed (tied)<BR/>softmax → p(y<SUB>t</SUB> | <B>y</B><SUB>&lt;t</SUB>, <B>x</B>)>, {role("output")}];
     tgt -> demb [label="  (B, L)"];
@@ -88,12 +88,6 @@ def render(values: dict[str, Any]) -> str:
   }}
   enc_out -> dca [label=" keys = values", color="{ROLES['key'][0]}:{ROLES['value'][0]}", fontcolor="{ROLES['key'][0]}"];
 
-  msrc1 -> esa [color="{mask_stroke}"];
-  msrc2 -> dca [color="{mask_stroke}"];
-  mdec -> dsa [color="{mask_stroke}"];
-  {{ rank=same; esa; msrc1; }}
-  {{ rank=same; msrc2; dca; }}
-  {{ rank=same; mdec; dsa; }}
   tgt -> src [style=invis];
   {{ rank=same; src; tgt; }}
 
