@@ -138,6 +138,12 @@ def test_transformer_diagram_draws_chapter_7_sizes() -> None:
     values = json.loads(_values(path))
     assert {k: values[k] for k in CHAPTER7_SIZES} == CHAPTER7_SIZES
     assert values["head_dim"] * values["num_heads"] == values["d_model"]
+    # The chapter's alt text spells the sizes out for a screen reader: it must follow them too.
+    alt = _figures(_module(path).CHAPTER)[f"../diagrams/{_module(path).NAME}.svg"].get("alt", "")
+    for said in (f"D = {values['d_model']}", f"H = {values['num_heads']} heads of E = {values['head_dim']}",
+                 f"N = {values['num_encoder_layers']} encoder and {values['num_decoder_layers']} decoder layers",
+                 f"feed-forward size of {values['d_ff']}"):
+        assert said in alt, f"the alt text of the Transformer diagram does not say {said!r}"
     source = path.read_text(encoding="utf-8")
     for name, number in CHAPTER7_SIZES.items():
         assert not re.search(rf"\b{number}\b", source.split("def values", 1)[1].split("def render", 1)[1]), (
