@@ -52,7 +52,7 @@ def render(values: dict[str, Any]) -> str:
     use_book_style()
     stroke = ROLES["query"][0]
     pairs = values["pairs"]
-    fig, axes = plt.subplots(1, len(pairs), figsize=(12.5, 3.6), constrained_layout=True)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(10, 3.2), constrained_layout=True)
     shades = colormaps["Blues"](np.linspace(0.35, 1.0, values["positions"]))
     circle = np.linspace(0, 2 * np.pi, 361)
     for ax, pair in zip(axes, pairs, strict=True):

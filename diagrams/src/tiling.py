@@ -72,7 +72,7 @@ def render(values: dict[str, Any]) -> str:
     n_tok, block, row = values["L"], values["block"], values["row"]
     score_stroke, score_fill = ROLES["score"]
     mask_stroke, mask_fill = ROLES["mask"]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.6), constrained_layout=True,
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10.5, 4.4), constrained_layout=True,
                                   gridspec_kw={"width_ratios": [1, 1.35]})
     styles = {"computed in full": {"facecolor": score_fill, "edgecolor": score_stroke},
               "masked inside": {"facecolor": score_fill, "edgecolor": score_stroke},
@@ -119,8 +119,8 @@ def render(values: dict[str, Any]) -> str:
                  f"after tile {b}\nm = {step['m']:.3f}\nℓ = {step['l']:.3f}{rescale}",
                  ha="center", va="bottom", fontsize=8, color="#222222")
     ax2.set_ylim(min(scores) - 0.5, max(scores) + 2.4)
-    ax2.set_xlim(-0.7, row + 0.7)
+    ax2.set_xlim(-0.7, row + 1.6)  # room for the last tile's note
     ax2.set_xlabel("key position j")
     ax2.set_ylabel("score s$_{ij}$ = q$_i$·k$_j$ / √E")
-    ax2.set_title(f"Row i = {row}: scores, running max m (black bars) and sum ℓ after each tile", fontsize=11)
+    ax2.set_title(f"Row i = {row}: scores; running max m (black) and sum ℓ per tile", fontsize=11)
     return matplotlib_svg(fig)
