@@ -1,4 +1,4 @@
-r"""Sequence to sequence with additive (Bahdanau) attention: a GRU encoder-decoder.
+r"""Sequence to sequence with additive (Bahdanau) attention, and the fixed-context baseline.
 
 The encoder reads the source in both directions; its state at source position j is
 :math:`\mathbf h_j = [\overrightarrow{\mathbf h}_j; \overleftarrow{\mathbf h}_j]`. At every target
@@ -14,10 +14,16 @@ the encoder states are the **keys** and also the **values**, and the additive sc
     \qquad
     \mathbf c_t = \sum_j \alpha_{tj} \mathbf h_j .
 
-The context :math:`\mathbf c_t` is fed into the decoder GRU with the previous target word
-(input feeding) and into the output layer. With ``use_attention=False`` the same model uses one
-fixed context for every step, the mean of the encoder states: attention whose weights are
-uniform over the source words, :math:`\alpha_{tj} = 1/S_b`.
+The context :math:`\mathbf c_t` is fed into the decoder GRU with the previous target word and
+into the output layer, as in the paper. The projected keys :math:`\mathbf W_k \mathbf h_j` do not
+depend on t and are computed once per sentence (:class:`Memory`).
+
+With ``use_attention=False`` the same model uses one fixed context :math:`\mathbf c` for every
+step: the encoder's final state :math:`[\overrightarrow{\mathbf h}_{n}; \overleftarrow{\mathbf
+h}_1]` (``fixed_context="final"``, the RNN encoder-decoder of Cho et al. 2014 that Bahdanau et al.
+compare against, n the sentence's length), or the mean of the encoder states (``"mean"``,
+attention with uniform weights). Its decoder GRU then reads inputs that do not depend on its
+state, so teacher forcing runs it over the whole target in one call.
 
 Sources are packed (:func:`torch.nn.utils.rnn.pack_padded_sequence`), so a sentence gets the
 same encoding alone as in a batch with longer sentences, and the padding mask made by
@@ -27,18 +33,20 @@ same encoding alone as in a batch with longer sentences, and the padding mask ma
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnlib._checks import check_int, check_tensor, shape_str
-from attnlib.masking import lengths_to_mask
-from attnlib.scoring import AdditiveScore, KeyValueAttention
+from attnlib.masking import lengths_to_mask, masked_softmax
+from attnlib.scoring import AdditiveScore
 
 __all__ = [
     "AttentionDecoder",
     "Encoder",
+    "Memory",
     "Seq2Seq",
     "Seq2SeqConfig",
     "check_source",
@@ -57,8 +65,9 @@ class Seq2SeqConfig:
         hidden_size: H, the size of each encoder direction and of the decoder state. The encoder
             states (keys and values) have size 2H.
         attention_size: h, the hidden size of the additive score.
-        use_attention: additive attention (True), or one fixed context, the mean of the encoder
-            states, for every step (False).
+        use_attention: additive attention (True), or one fixed context for every step (False).
+        fixed_context: the fixed context without attention: ``"final"``, the encoder's final
+            state (the RNN encoder-decoder), or ``"mean"``, the mean encoder state.
         max_src_len: the longest source the model accepts; longer ones raise ``ValueError``.
         pad_id: the id of ``<pad>`` in both vocabularies.
     """
@@ -69,6 +78,7 @@ class Seq2SeqConfig:
     hidden_size: int = 64
     attention_size: int = 64
     use_attention: bool = True
+    fixed_context: Literal["final", "mean"] = "final"
     max_src_len: int = 64
     pad_id: int = 0
 
@@ -80,6 +90,8 @@ class Seq2SeqConfig:
         check_int("pad_id", self.pad_id, minimum=0)
         if not isinstance(self.use_attention, bool):
             raise TypeError(f"use_attention must be a bool, got {type(self.use_attention).__name__}")
+        if self.fixed_context not in ("final", "mean"):
+            raise ValueError(f"fixed_context must be 'final' or 'mean', got {self.fixed_context!r}")
 
 
 def check_source(
@@ -143,9 +155,9 @@ class Encoder(nn.Module):
             \overleftarrow{\mathbf h}_{j+1}), \qquad
         \mathbf h_j = [\overrightarrow{\mathbf h}_j; \overleftarrow{\mathbf h}_j]
 
-    Each sentence is read over its own length only: the backward GRU starts at the sentence's
+    Each sentence is read over its own length n only: the backward GRU starts at the sentence's
     last word, not at the padding after it. The final state is
-    :math:`[\overrightarrow{\mathbf h}_{S_b}; \overleftarrow{\mathbf h}_1]`, both directions
+    :math:`[\overrightarrow{\mathbf h}_{n}; \overleftarrow{\mathbf h}_1]`, both directions
     after reading the whole sentence.
 
     Shape:
@@ -169,6 +181,26 @@ class Encoder(nn.Module):
         return states, torch.cat([final[0], final[1]], dim=-1)  # (B, S, 2H), (B, 2H)
 
 
+@dataclass(frozen=True, eq=False)
+class Memory:
+    r"""What the encoder hands the decoder, computed once per batch of sentences.
+
+    Shape:
+        - states: (B, S, 2H), the encoder states: the values (and the keys before projection)
+        - mask: (B, S) bool, True at real words
+        - keys: (B, S, h), the projected keys :math:`\mathbf W_k \mathbf h_j` (with attention)
+        - context: (B, 2H), the fixed context (without attention)
+        - weights: (B, S), the weights that the fixed context stands for: uniform for the
+          mean, zero for the final state, which is no weighted average of the states
+    """
+
+    states: Tensor
+    mask: Tensor
+    keys: Tensor | None = None
+    context: Tensor | None = None
+    weights: Tensor | None = None
+
+
 class AttentionDecoder(nn.Module):
     r"""GRU decoder that attends to the encoder states with an additive score.
 
@@ -182,9 +214,8 @@ class AttentionDecoder(nn.Module):
         \mathbf s_t = \mathrm{GRU}([\mathrm{emb}(y_{t-1}); \mathbf c_t], \mathbf s_{t-1}), \quad
         \mathrm{logits}_t = \mathbf W_o [\mathbf s_t; \mathbf c_t] + \mathbf b_o
 
-    With ``use_attention=False`` the weights are uniform over the source words,
-    :math:`\alpha_{tj} = m_j / \sum_{j'} m_{j'}`, so :math:`\mathbf c_t` is the mean encoder
-    state, the same at every step.
+    With ``use_attention=False``, :math:`\mathbf c_t = \mathbf c` is the fixed context of the
+    :class:`Memory`, the same at every step.
 
     Args:
         vocab_size: V, the target vocabulary size.
@@ -192,11 +223,11 @@ class AttentionDecoder(nn.Module):
         hidden_size: H, the decoder state size (the query size).
         key_size: the size of an encoder state (2H for a bidirectional encoder).
         attention_size: h, the hidden size of the additive score.
-        use_attention: attend (True) or use the uniform weights (False).
+        use_attention: attend (True) or use the fixed context (False).
         pad_id: the id of ``<pad>``.
 
     Shape:
-        - y_prev: (B,) ids; state: (B, H); memory: (B, S, 2H); mask: (B, S) bool
+        - y_prev: (B,) ids; state: (B, H)
         - logits: (B, V); new state: (B, H); weights: (B, S)
     """
 
@@ -212,34 +243,48 @@ class AttentionDecoder(nn.Module):
     ):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
-        self.attention: KeyValueAttention | None = None
+        self.score: AdditiveScore | None = None
         if use_attention:
-            score = AdditiveScore(hidden_size, key_size, attention_size, bias=True)
-            self.attention = KeyValueAttention(score)
+            self.score = AdditiveScore(hidden_size, key_size, attention_size, bias=True)
         self.rnn = nn.GRUCell(embed_dim + key_size, hidden_size)
         self.out_proj = nn.Linear(hidden_size + key_size, vocab_size)
 
-    def attend(self, state: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        """The context and the weights for one step: query = state, keys = values = memory."""
-        if self.attention is None:
-            weights = mask.to(memory.dtype)[:, None, :]  # (B, 1, S)
-            weights = weights / weights.sum(dim=-1, keepdim=True).clamp(min=1)  # no 0/0
-            context = weights @ memory  # (B, 1, 2H)
-        else:
-            context, weights = self.attention(
-                state[:, None, :], memory, memory, mask[:, None, :]
-            )  # (B, 1, 2H), (B, 1, S)
-        return context[:, 0], weights[:, 0]  # (B, 2H), (B, S)
+    def attend(self, state: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
+        """The context (B, 2H) and the weights (B, S) of one step: query = the state (B, H)."""
+        if self.score is None:
+            assert memory.context is not None and memory.weights is not None
+            return memory.context, memory.weights
+        assert memory.keys is not None
+        q = self.score.q_proj(state)  # (B, h): W_q s_{t-1} + b
+        scores = torch.tanh(q[:, None, :] + memory.keys) @ self.score.w_v  # (B, S)
+        weights = masked_softmax(scores, memory.mask)  # (B, S), zero at padding
+        context = (weights[:, None, :] @ memory.states)[:, 0]  # (B, 2H)
+        return context, weights
 
-    def step(
-        self, y_prev: Tensor, state: Tensor, memory: Tensor, mask: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor]:
+    def step(self, y_prev: Tensor, state: Tensor, memory: Memory) -> tuple[Tensor, Tensor, Tensor]:
         """One decoder step: attend with the previous state, update the state, predict a word."""
-        context, weights = self.attend(state, memory, mask)  # (B, 2H), (B, S)
+        context, weights = self.attend(state, memory)  # (B, 2H), (B, S)
         rnn_input = torch.cat([self.embedding(y_prev), context], dim=-1)  # (B, E + 2H)
         state = self.rnn(rnn_input, state)  # (B, H)
         logits = self.out_proj(torch.cat([state, context], dim=-1))  # (B, V)
         return logits, state, weights
+
+    def fixed_forward(self, tgt_in: Tensor, state: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
+        """Every step at once, for a fixed context: the GRU's inputs do not depend on its state.
+
+        The same numbers as calling :meth:`step` for t = 1, ..., L (teacher forcing), in one
+        fused GRU call. Returns logits (B, L, V) and weights (B, L, S).
+        """
+        assert self.score is None and memory.context is not None and memory.weights is not None
+        L = tgt_in.shape[1]
+        context = memory.context[:, None, :].expand(-1, L, -1)  # (B, L, 2H)
+        x = torch.cat([self.embedding(tgt_in), context], dim=-1)  # (B, L, E + 2H)
+        cell = self.rnn
+        states, _ = torch.gru(x, state[None], (cell.weight_ih, cell.weight_hh, cell.bias_ih,
+                                               cell.bias_hh), True, 1, 0.0, self.training, False,
+                              True)  # (B, L, H)
+        logits = self.out_proj(torch.cat([states, context], dim=-1))  # (B, L, V)
+        return logits, memory.weights[:, None, :].expand(-1, L, -1)
 
 
 class Seq2Seq(nn.Module):
@@ -248,7 +293,7 @@ class Seq2Seq(nn.Module):
     :meth:`forward` feeds the true previous word at every step (teacher forcing, the targets
     shifted right: ``tgt_in`` = ``<bos> y_1 ... y_n``) and returns the logits for
     ``y_1 ... y_n <eos>``. The first decoder state is
-    :math:`\mathbf s_0 = \tanh(\mathbf W_s [\overrightarrow{\mathbf h}_{S}; \overleftarrow{\mathbf h}_1])`.
+    :math:`\mathbf s_0 = \tanh(\mathbf W_s [\overrightarrow{\mathbf h}_{n}; \overleftarrow{\mathbf h}_1])`.
     Use :func:`greedy_decode` to translate.
 
     Args:
@@ -276,17 +321,20 @@ class Seq2Seq(nn.Module):
             use_attention=c.use_attention, pad_id=c.pad_id,
         )
 
-    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Encode a padded batch: the memory (keys and values), its mask, the first state.
-
-        Shape:
-            memory: (B, S, 2H); mask: (B, S) bool, True at real words; state: (B, H)
-        """
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, Tensor]:
+        """Encode a padded batch: the decoder's :class:`Memory` and its first state (B, H)."""
         check_source(src, src_lengths, self.config.src_vocab_size, self.config.max_src_len)
-        memory, final = self.encoder(src, src_lengths)  # (B, S, 2H), (B, 2H)
-        mask = lengths_to_mask(src_lengths.to(memory.device), src.shape[1])  # (B, S)
+        states, final = self.encoder(src, src_lengths)  # (B, S, 2H), (B, 2H)
+        mask = lengths_to_mask(src_lengths.to(states.device), src.shape[1])  # (B, S)
         state = torch.tanh(self.init_proj(final))  # (B, H)
-        return memory, mask, state
+        score = self.decoder.score
+        if score is not None:
+            return Memory(states, mask, keys=score.k_proj(states)), state  # keys: (B, S, h)
+        if self.config.fixed_context == "final":
+            return Memory(states, mask, context=final, weights=torch.zeros_like(states[..., 0])), state
+        weights = mask.to(states.dtype) / src_lengths.to(states)[:, None]  # (B, S), uniform
+        return Memory(states, mask, context=(weights[:, None, :] @ states)[:, 0],
+                      weights=weights), state
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """Teacher-forced logits (B, L, V) and attention weights (B, L, S) for ``tgt_in``."""
@@ -302,10 +350,12 @@ class Seq2Seq(nn.Module):
                 f"tgt_in holds an id outside the target vocabulary "
                 f"[0, {self.config.tgt_vocab_size}): got id {int(tgt_in[outside][0])}"
             )
-        memory, mask, state = self.encode(src, src_lengths)
+        memory, state = self.encode(src, src_lengths)
+        if self.decoder.score is None:
+            return self.decoder.fixed_forward(tgt_in, state, memory)
         logits, weights = [], []
         for t in range(tgt_in.shape[1]):
-            step_logits, state, step_weights = self.decoder.step(tgt_in[:, t], state, memory, mask)
+            step_logits, state, step_weights = self.decoder.step(tgt_in[:, t], state, memory)
             logits.append(step_logits)
             weights.append(step_weights)
         return torch.stack(logits, dim=1), torch.stack(weights, dim=1)  # (B, L, V), (B, L, S)
@@ -340,13 +390,13 @@ def greedy_decode(
     was_training = model.training
     model.eval()
     try:
-        memory, mask, state = model.encode(src, src_lengths)
+        memory, state = model.encode(src, src_lengths)
         batch = src.shape[0]
         y = torch.full((batch,), bos_id, dtype=torch.long, device=src.device)  # (B,)
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (B,)
         tokens, weights = [], []
         for _ in range(max_len):
-            logits, state, step_weights = model.decoder.step(y, state, memory, mask)
+            logits, state, step_weights = model.decoder.step(y, state, memory)
             y = logits.argmax(dim=-1).masked_fill(finished, model.config.pad_id)  # (B,)
             tokens.append(y)
             weights.append(step_weights.masked_fill(finished[:, None], 0.0))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -28,11 +28,15 @@ __all__ = [
     "GreedyDecoder",
     "History",
     "LengthAccuracy",
+    "LengthBLEU",
     "Translation",
     "accuracy_by_length",
     "bleu",
+    "bleu_by_length",
     "bleu_signature",
     "exact_match",
+    "exact_match_any",
+    "multi_reference_bleu",
     "progress",
     "progress_enabled",
     "train_seq2seq",
@@ -78,6 +82,7 @@ def train_seq2seq(
     seed: int = 0,
     callback: Callable[[int, float], bool | None] | None = None,
     desc: str | None = None,
+    by_length: bool = False,
 ) -> History:
     r"""Train an encoder-decoder by teacher forcing with Adam.
 
@@ -99,6 +104,8 @@ def train_seq2seq(
         callback: called after each epoch as ``callback(epoch, loss)`` with epoch from 1;
             returning True stops training.
         desc: the progress bar's label.
+        by_length: batch pairs of similar source length together (see
+            :func:`attnlib.data.batches`), so a recurrent model runs few padded steps.
 
     Returns:
         The :class:`History` of epoch losses and the training time.
@@ -121,7 +128,7 @@ def train_seq2seq(
     for epoch in bar:
         total_loss, total_tokens = 0.0, 0
         for batch in batches(pairs, src_vocab, tgt_vocab, batch_size, shuffle=True,
-                             seed=seed + epoch):
+                             seed=seed + epoch, by_length=by_length):
             logits = _logits_of(model(batch.src, batch.src_lengths, batch.tgt_in))  # (B, L, V)
             loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(),
                                    ignore_index=PAD_ID)
@@ -290,6 +297,102 @@ def bleu_signature() -> str:
     metric = BLEU()
     metric.corpus_score(["a"], [["a"]])  # the signature counts the references of a scored corpus
     return str(metric.get_signature())
+
+
+def multi_reference_bleu(
+    hypotheses: Sequence[str | Sequence[str]],
+    reference_sets: Sequence[Sequence[str | Sequence[str]]],
+) -> float:
+    """Corpus BLEU on a 0-100 scale where each hypothesis has several references.
+
+    ``reference_sets[i]`` holds every correct translation of sentence i (at least one; the
+    sets may differ in size), e.g. ``pair.references`` of :class:`attnlib.data.Pair`. BLEU
+    counts an n-gram as right if some reference has it, and takes the brevity penalty from the
+    reference closest in length (sacrebleu's ``corpus_bleu`` with several reference streams,
+    shorter sets padded with ``None``). With one reference each it equals :func:`bleu`.
+
+    Raises:
+        ValueError: if the lists differ in length or are empty, or a set is empty.
+    """
+    import sacrebleu
+
+    _check_parallel(hypotheses, reference_sets)
+    for i, refs in enumerate(reference_sets):
+        if isinstance(refs, str) or len(refs) == 0:
+            raise ValueError(f"reference_sets[{i}] must be a non-empty sequence of sentences, "
+                             f"got {refs!r}")
+    width = max(len(refs) for refs in reference_sets)
+    streams = [[_as_text(refs[k]) if k < len(refs) else None for refs in reference_sets]
+               for k in range(width)]
+    # sacrebleu skips a None reference (its type hints do not say so)
+    result = sacrebleu.corpus_bleu([_as_text(h) for h in hypotheses], cast(Any, streams))
+    return float(result.score)
+
+
+def exact_match_any(
+    hypotheses: Sequence[str | Sequence[str]],
+    reference_sets: Sequence[Sequence[str | Sequence[str]]],
+) -> float:
+    """The fraction of hypotheses equal, token for token, to one of their references.
+
+    Raises:
+        ValueError: if the lists differ in length or are empty.
+    """
+    _check_parallel(hypotheses, reference_sets)
+    hits = sum(any(_as_text(h).split() == _as_text(r).split() for r in refs)
+               for h, refs in zip(hypotheses, reference_sets, strict=True))
+    return hits / len(hypotheses)
+
+
+@dataclass(frozen=True)
+class LengthBLEU:
+    """Corpus BLEU (several references) of the sentences whose length lies in [low, high]."""
+
+    low: int
+    high: int
+    count: int
+    bleu: float
+
+    @property
+    def label(self) -> str:
+        return str(self.low) if self.low == self.high else f"{self.low}–{self.high}"
+
+
+def bleu_by_length(
+    hypotheses: Sequence[str | Sequence[str]],
+    reference_sets: Sequence[Sequence[str | Sequence[str]]],
+    lengths: Sequence[int],
+    bins: Sequence[int],
+) -> list[LengthBLEU]:
+    """:func:`multi_reference_bleu` of each group of sentences of similar length.
+
+    Args:
+        lengths: one length per sentence (usually the source length).
+        bins: increasing lower edges, as in :func:`accuracy_by_length`: a group holds the
+            lengths from one edge up to the next edge minus one, the last group is open-ended.
+
+    Returns:
+        One :class:`LengthBLEU` per non-empty group, shortest first.
+
+    Raises:
+        ValueError: if the lists differ in length or are empty, or ``bins`` is empty or not
+            strictly increasing.
+    """
+    _check_parallel(hypotheses, reference_sets)
+    if len(lengths) != len(hypotheses):
+        raise ValueError(f"lengths must have one entry per hypothesis ({len(hypotheses)}), got "
+                         f"{len(lengths)}")
+    edges = list(bins)
+    if not edges or any(b >= a for a, b in zip(edges[1:], edges, strict=False)):
+        raise ValueError(f"bins must be a non-empty, strictly increasing list, got {edges}")
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        groups.setdefault(max((k for k, e in enumerate(edges) if e <= n), default=0), []).append(i)
+    return [LengthBLEU(min(lengths[i] for i in members), max(lengths[i] for i in members),
+                       len(members),
+                       multi_reference_bleu([hypotheses[i] for i in members],
+                                            [reference_sets[i] for i in members]))
+            for _, members in sorted(groups.items())]
 
 
 def exact_match(

@@ -95,9 +95,9 @@ def _transformer(dtype: torch.dtype = F32) -> tf.Transformer:
     return model.eval()
 
 
-def _seq2seq(use_attention: bool = True) -> s2s.Seq2Seq:
+def _seq2seq(use_attention: bool = True, fixed_context: Any = "final") -> s2s.Seq2Seq:
     config = s2s.Seq2SeqConfig(10, 12, embed_dim=4, hidden_size=4, attention_size=4,
-                               use_attention=use_attention)
+                               use_attention=use_attention, fixed_context=fixed_context)
     model = _seeded(lambda: s2s.Seq2Seq(config))
     assert isinstance(model, s2s.Seq2Seq)
     return model.eval()
@@ -1058,6 +1058,13 @@ def _seq2seq_cases() -> list[Sweep]:
     src, src_len, tgt = _ids([3, 4, 5], [6, 0, 0]), torch.tensor([3, 1]), _ids([1, 7], [1, 5])
     memory, state = _hard(2, 3, 8, dtype=F32), _hard(2, 4, dtype=F32)
     dead = torch.tensor([[False, False, False], [True, True, False]])
+
+    def _attend(states: Tensor, query: Tensor) -> object:
+        model = _seq2seq()
+        assert model.decoder.score is not None
+        keys = model.decoder.score.k_proj(states)
+        return model.decoder.attend(query, s2s.Memory(states, dead, keys=keys))
+
     return [
         Sweep("Seq2Seq:forward:float64", s2s.Seq2Seq,
               lambda: _seq2seq().double()(src, src_len, tgt)),
@@ -1068,10 +1075,10 @@ def _seq2seq_cases() -> list[Sweep]:
               lambda: _seq2seq(use_attention=False)(src, src_len, tgt)),
         Sweep("greedy_decode:seq2seq", s2s.greedy_decode,
               lambda: s2s.greedy_decode(_seq2seq(), src, src_len, 4, 1, 2)),
-        Sweep("AttentionDecoder.attend:dead-row", s2s.AttentionDecoder,
-              lambda: _seq2seq().decoder.attend(state, memory, dead)),
-        Sweep("AttentionDecoder.attend:uniform-dead-row", s2s.AttentionDecoder,
-              lambda: _seq2seq(use_attention=False).decoder.attend(state, memory, dead)),
+        Sweep("Seq2Seq:no-attention:mean:float32", s2s.Seq2Seq,
+              lambda: _seq2seq(use_attention=False, fixed_context="mean")(src, src_len, tgt)),
+        Sweep("AttentionDecoder.attend:hard-states", s2s.AttentionDecoder,
+              lambda: _attend(memory, state)),
     ]
 
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlib.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab, batches, pad_batch, reverse_task
-from attnlib.scoring import AdditiveScore
+from attnlib.scoring import AdditiveScore, KeyValueAttention
 from attnlib.seq2seq import Encoder, Seq2Seq, Seq2SeqConfig, check_source, greedy_decode
 from attnlib.training import translate
 
@@ -26,9 +26,14 @@ V_SRC, V_TGT = 11, 13
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def make_model(use_attention: bool = True, seed: int = 0, **sizes: int) -> Seq2Seq:
+MODES = [(True, "final"), (False, "final"), (False, "mean")]
+
+
+def make_model(use_attention: bool = True, seed: int = 0, fixed_context: str = "final",
+               **sizes: int) -> Seq2Seq:
     torch.manual_seed(seed)
     config = Seq2SeqConfig(V_SRC, V_TGT, use_attention=use_attention,
+                           fixed_context=fixed_context,  # type: ignore[arg-type]
                            **{"embed_dim": 8, "hidden_size": 12, "attention_size": 10, **sizes})
     return Seq2Seq(config).double().eval()
 
@@ -58,9 +63,9 @@ def test_encoder_shapes_and_zero_states_at_padding() -> None:
         torch.testing.assert_close(final[b, 12:], states[b, 0, 12:], rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("use_attention", [True, False])
-def test_forward_shapes(use_attention: bool) -> None:
-    model = make_model(use_attention)
+@pytest.mark.parametrize("use_attention, fixed", MODES)
+def test_forward_shapes(use_attention: bool, fixed: str) -> None:
+    model = make_model(use_attention, fixed_context=fixed)
     src, lengths = random_batch([4, 6, 1])
     tgt_in = torch.randint(0, V_TGT, (3, 5))
     logits, weights = model(src, lengths, tgt_in)
@@ -71,7 +76,7 @@ def test_forward_shapes(use_attention: bool) -> None:
 
 @pytest.mark.parametrize("use_attention", [True, False])
 def test_weights_over_padding_are_exactly_zero_and_rows_sum_to_one(use_attention: bool) -> None:
-    model = make_model(use_attention)
+    model = make_model(use_attention, fixed_context="mean")
     src, lengths = random_batch([7, 2, 4, 1])
     _, weights = model(src, lengths, torch.randint(0, V_TGT, (4, 6)))
     for b, n in enumerate(lengths.tolist()):
@@ -83,32 +88,71 @@ def test_weights_over_padding_are_exactly_zero_and_rows_sum_to_one(use_attention
 
 def test_attention_uses_additive_score_and_weights_depend_on_step() -> None:
     model = make_model(True)
-    assert model.decoder.attention is not None
-    assert isinstance(model.decoder.attention.score, AdditiveScore)
+    assert isinstance(model.decoder.score, AdditiveScore)
     src, lengths = random_batch([6])
     _, weights = model(src, lengths, torch.randint(4, V_TGT, (1, 4)))
     # The query changes from step to step, so the weights do too (unlike the fixed context).
     assert not torch.allclose(weights[0, 0], weights[0, 1])
 
 
-def test_without_attention_weights_are_uniform_over_the_sentence() -> None:
-    model = make_model(False)
-    assert model.decoder.attention is None
-    assert not any("attention" in name for name, _ in model.named_parameters())
+def test_attend_equals_key_value_attention_with_the_additive_score() -> None:
+    """Projecting the keys once per sentence changes nothing: the same as KeyValueAttention."""
+    model = make_model(True)
+    src, lengths = random_batch([6, 3, 4])
+    memory, state = model.encode(src, lengths)
+    context, weights = model.decoder.attend(state, memory)
+    assert model.decoder.score is not None
+    reference = KeyValueAttention(model.decoder.score)
+    want_context, want_weights = reference(state[:, None, :], memory.states, memory.states,
+                                           memory.mask[:, None, :])
+    torch.testing.assert_close(context, want_context[:, 0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(weights, want_weights[:, 0], rtol=0, atol=1e-12)
+
+
+def test_without_attention_the_mean_context_has_uniform_weights() -> None:
+    model = make_model(False, fixed_context="mean")
+    assert model.decoder.score is None
+    assert not any("score" in name for name, _ in model.named_parameters())
     src, lengths = random_batch([5, 3])
     _, weights = model(src, lengths, torch.randint(0, V_TGT, (2, 4)))
     expected = torch.tensor([[0.2] * 5, [1 / 3] * 3 + [0.0] * 2], dtype=torch.float64)
     torch.testing.assert_close(weights, expected[:, None, :].expand(2, 4, 5), rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize("use_attention", [True, False])
-def test_padding_does_not_change_a_sentence(use_attention: bool) -> None:
+def test_without_attention_the_final_state_is_the_context() -> None:
+    """The RNN encoder-decoder: c = [forward state at the last word; backward at the first]."""
+    model = make_model(False, fixed_context="final")
+    src, lengths = random_batch([5, 3])
+    memory, _ = model.encode(src, lengths)
+    _, final = model.encoder(src, lengths)
+    assert memory.context is not None and memory.weights is not None
+    torch.testing.assert_close(memory.context, final, rtol=0, atol=0)
+    assert bool((memory.weights == 0).all())  # no weighted average of the states
+    # The context differs from the mean state: the two baselines are different models.
+    assert not torch.allclose(memory.context[0], memory.states[0, :5].mean(0))
+
+
+@pytest.mark.parametrize("fixed", ["final", "mean"])
+def test_fixed_context_forward_in_one_call_equals_the_step_loop(fixed: str) -> None:
+    model = make_model(False, fixed_context=fixed)
+    src, lengths = random_batch([6, 2, 4])
+    tgt_in = torch.randint(4, V_TGT, (3, 5))
+    logits, weights = model(src, lengths, tgt_in)
+    memory, state = model.encode(src, lengths)
+    for t in range(5):
+        step_logits, state, step_weights = model.decoder.step(tgt_in[:, t], state, memory)
+        torch.testing.assert_close(logits[:, t], step_logits, rtol=0, atol=1e-12)
+        torch.testing.assert_close(weights[:, t], step_weights, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("use_attention, fixed", MODES)
+def test_padding_does_not_change_a_sentence(use_attention: bool, fixed: str) -> None:
     """The same sentence alone and in a batch with a longer one: same logits and weights.
 
     Without packing, the backward GRU of the padded copy would start on <pad> tokens and the
     encoding, hence the logits, would differ.
     """
-    model = make_model(use_attention)
+    model = make_model(use_attention, fixed_context=fixed)
     short = [5, 6, 7]
     long = [8, 9, 10, 4, 5, 6, 7, 8]
     tgt = torch.tensor([[BOS_ID, 5, 6, 7, 8]])
@@ -266,6 +310,8 @@ def test_bad_config() -> None:
         Seq2SeqConfig(5, 5, hidden_size=0)
     with pytest.raises(TypeError, match=r"use_attention must be a bool"):
         Seq2SeqConfig(5, 5, use_attention=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"fixed_context must be 'final' or 'mean', got 'last'"):
+        Seq2SeqConfig(5, 5, fixed_context="last")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"config must be a Seq2SeqConfig"):
         Seq2Seq({"src_vocab_size": 5})  # type: ignore[arg-type]
 
@@ -282,3 +328,32 @@ def test_unknown_tokens_become_unk_and_translate() -> None:
     assert result.weights.shape == (len(result.output), 3)
     with pytest.raises(ValueError, match=r"sentences\[1\] is empty"):
         translate(model, ["我", ""], vocab, tgt_vocab)
+
+
+# ---------------------------------------------------------------------------------------------
+# BLEU against several references (the corpus keeps every correct English sentence)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_multi_reference_bleu_takes_the_best_reference_per_ngram() -> None:
+    from attnlib.training import (
+        bleu,
+        bleu_by_length,
+        exact_match_any,
+        multi_reference_bleu,
+    )
+
+    hyps = ["yesterday i ate the apple in the park", "he reads the book every day"]
+    one = [["i ate the apple in the park yesterday"], ["he reads the book every day"]]
+    both = [[*one[0], "yesterday i ate the apple in the park"], one[1]]
+    assert multi_reference_bleu(hyps, one) == pytest.approx(bleu(hyps, [r[0] for r in one]))
+    assert multi_reference_bleu(hyps, both) == pytest.approx(100.0)
+    assert multi_reference_bleu(hyps, one) < 95.0
+    assert exact_match_any(hyps, both) == 1.0 and exact_match_any(hyps, one) == 0.5
+    groups = bleu_by_length(hyps, both, [8, 6], bins=[3, 7])
+    assert [(g.label, g.count) for g in groups] == [("6", 1), ("8", 1)]
+    assert all(g.bleu == pytest.approx(100.0) for g in groups)
+    with pytest.raises(ValueError, match=r"reference_sets\[1\] must be a non-empty sequence"):
+        multi_reference_bleu(hyps, [one[0], []])
+    with pytest.raises(ValueError, match="bins must be a non-empty, strictly increasing"):
+        bleu_by_length(hyps, both, [8, 6], bins=[5, 5])
