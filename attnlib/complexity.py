@@ -130,7 +130,10 @@ class SelfAttentionLayer(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         check_tensor("x", x)
         check_ndim("x", x, 3, "(B, n, d)")
-        return scaled_dot_product_attention(x, x, x)  # (B, n, d)
+        # One head of size d, (B, 1, n, d): PyTorch's fused CPU kernel takes 4-D inputs only;
+        # called on (B, n, d) it falls back to the unfused path that stores the n x n weights.
+        h = x[:, None]  # (B, 1, n, d)
+        return scaled_dot_product_attention(h, h, h)[:, 0]  # (B, n, d)
 
 
 class MultiHeadSelfAttentionLayer(nn.Module):
