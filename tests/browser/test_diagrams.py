@@ -33,6 +33,7 @@ from test_rendered_book import (  # the lead's browser test: same Chromium, flag
     CHROMIUM,
     CHROMIUM_ARGS,
     HOST,
+    JOBS,
     PAGE_TIMEOUT_MS,
     SCREENSHOTS,
     SITE,
@@ -195,7 +196,13 @@ async def _visit_all(url: str) -> dict[str, Seen]:
             context = await browser.new_context(
                 viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT}, color_scheme="light")
             context.set_default_timeout(PAGE_TIMEOUT_MS)
-            await asyncio.gather(*(_visit_page(context, url, chapter, seen) for chapter in PAGES))
+            slots = asyncio.Semaphore(JOBS)
+
+            async def one(chapter: str) -> None:
+                async with slots:
+                    await _visit_page(context, url, chapter, seen)
+
+            await asyncio.gather(*(one(chapter) for chapter in PAGES))
         finally:
             await browser.close()
     return seen
