@@ -205,6 +205,15 @@ def peak_memory(fn: Callable[[], object]) -> int:
     every machine, unless a kernel sizes a workspace by the number of threads (PyTorch's fused
     attention kernel does). Memory obtained outside PyTorch's allocator is not seen.
     """
+    current = peak = 0
+    for nbytes in _allocations(fn):  # + for an allocation, - for a release, in time order
+        current += nbytes
+        peak = max(peak, current)
+    return peak
+
+
+def _allocations(fn: Callable[[], object]) -> list[int]:
+    """Sizes of the CPU allocations (> 0) and releases (< 0) while ``fn()`` runs, in time order."""
     from torch._C._autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -219,11 +228,7 @@ def peak_memory(fn: Callable[[], object]) -> int:
          if e.name() == "[memory]" and e.device_type() == DeviceType.CPU),
         key=lambda e: e.start_ns(),
     )
-    current = peak = 0
-    for record in records:
-        current += record.nbytes()
-        peak = max(peak, current)
-    return peak
+    return [record.nbytes() for record in records]
 
 
 def median_times(
