@@ -20,13 +20,12 @@ after repeating each key/value head G times (:func:`repeat_kv`).
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
 from attnlib._checks import check_floating, check_int, check_ndim, check_tensor, shape_str
-from attnlib.masking import causal_mask, check_mask, masked_softmax
+from attnlib.attention import scaled_dot_product_attention
+from attnlib.masking import causal_mask, check_mask
 from attnlib.multihead import merge_heads, split_heads
 
 __all__ = [
@@ -111,12 +110,14 @@ def grouped_query_attention(
 
     The G query heads of a group are stacked as extra query rows of their shared key/value
     head, so the keys and values are read once per group and never copied (the result equals
-    :func:`repeat_kv` followed by ordinary attention). A query whose keys are all masked gets
-    zero output, as in PyTorch. The mask convention is the book's: True = may attend.
+    :func:`repeat_kv` followed by ordinary attention), and the product runs in
+    :func:`attnlib.attention.scaled_dot_product_attention`, PyTorch's fused kernel. The mask
+    is laid out the same way. A query whose keys are all masked gets zero output, as in
+    PyTorch. The mask convention is the book's: True = may attend (a float mask is added).
 
     Shape:
         - query: (B, H, L, E); key: (B, H_kv, S, E); value: (B, H_kv, S, Ev)
-        - attn_mask: bool, broadcastable to (B, H, L, S), or None
+        - attn_mask: bool or float, broadcastable to (B, H, L, S), or None
         - output: (B, H, L, Ev)
 
     Raises:
@@ -134,12 +135,18 @@ def grouped_query_attention(
             raise ValueError("give attn_mask or is_causal, not both")
         attn_mask = causal_mask(L, S, device=query.device)  # (L, S)
     elif attn_mask is not None:
-        check_mask("attn_mask", attn_mask, (B, H, L, S))
-    q = query.reshape(B, H_kv, G * L, E)  # (B, H_kv, G L, E): a group's queries share one head
-    scores = q @ key.transpose(-2, -1) / math.sqrt(E)  # (B, H_kv, G L, S)
-    scores = scores.view(B, H, L, S)  # (B, H, L, S)
-    weights = masked_softmax(scores, attn_mask)  # (B, H, L, S)
-    out = weights.view(B, H_kv, G * L, S) @ value  # (B, H_kv, G L, Ev)
+        check_mask("attn_mask", attn_mask, (B, H, L, S), dtype=query.dtype,
+                   expected="(B, H, L, S)")
+    # Head h = j G + g of group j becomes rows g L, ..., g L + L - 1 of key/value head j.
+    q = query.reshape(B, H_kv, G * L, E)  # (B, H_kv, G L, E)
+    mask = None
+    if attn_mask is not None:
+        m = attn_mask.reshape((1,) * (4 - attn_mask.ndim) + tuple(attn_mask.shape))  # 4-D
+        if m.shape[1] == 1:  # the same for every head: repeat its rows for the G queries
+            mask = m.expand(m.shape[0], 1, L, S).repeat(1, 1, G, 1)  # (B or 1, 1, G L, S)
+        else:
+            mask = m.expand(m.shape[0], H, L, S).reshape(m.shape[0], H_kv, G * L, S)
+    out = scaled_dot_product_attention(q, key, value, mask)  # (B, H_kv, G L, Ev)
     return out.reshape(B, H, L, Ev)  # (B, H, L, Ev)
 
 

@@ -31,7 +31,7 @@ def _grads(out: torch.Tensor, inputs: tuple[torch.Tensor, ...]) -> tuple[torch.T
 
 @pytest.mark.parametrize("dtype", [F64, F32])
 @pytest.mark.parametrize(("H", "H_kv"), [(4, 4), (4, 2), (4, 1), (8, 2), (6, 3)])
-@pytest.mark.parametrize("masking", ["none", "bool", "causal", "broadcast"])
+@pytest.mark.parametrize("masking", ["none", "bool", "causal", "broadcast", "heads", "float"])
 def test_equals_sdpa_enable_gqa_and_repeated_heads(
     dtype: torch.dtype, H: int, H_kv: int, masking: str
 ) -> None:
@@ -43,6 +43,10 @@ def test_equals_sdpa_enable_gqa_and_repeated_heads(
         mask = torch.rand(B, H, L, S, generator=g) > 0.3
     elif masking == "broadcast":
         mask = torch.rand(B, 1, 1, S, generator=g) > 0.3
+    elif masking == "heads":
+        mask = torch.rand(H, L, S, generator=g) > 0.3  # (H, L, S): per head, every batch row
+    elif masking == "float":
+        mask = torch.randn(L, S, generator=g).to(dtype)  # added to the scores
     causal = masking == "causal"
     ours = gqa.grouped_query_attention(q, k, v, mask, is_causal=causal)
     ref = F.scaled_dot_product_attention(q, k, v, mask, is_causal=causal, enable_gqa=True)
