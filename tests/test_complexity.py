@@ -166,3 +166,16 @@ def test_time_layer_returns_seconds_and_restores_threads() -> None:
         time_layer(SelfAttentionLayer(), x, clock="cpu")
     with pytest.raises(ValueError, match="num_threads=1"):
         time_layer(SelfAttentionLayer(), x, num_threads=2)
+
+
+def test_self_attention_layer_runs_the_fused_kernel() -> None:
+    """Chapter 5's timing relies on it: PyTorch's fused CPU kernel takes 4-D inputs only."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    x = torch.randn(2, 16, 8)  # (B, n, d)
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):  # raises if the fused kernel cannot run
+        fused = SelfAttentionLayer()(x)
+        with pytest.raises(RuntimeError):  # the 3-D call it avoids
+            torch.nn.functional.scaled_dot_product_attention(x, x, x)
+    reference = torch.softmax(x @ x.transpose(-2, -1) / 8**0.5, dim=-1) @ x  # (B, n, d)
+    torch.testing.assert_close(fused, reference, rtol=1e-5, atol=1e-5)
