@@ -1,0 +1,121 @@
+r"""Linear attention {Katharopoulos et al. 2020}: a kernel instead of the softmax, O(n) in length.
+
+Softmax attention weighs value j for query i by :math:`\exp(q_i \cdot k_j / \sqrt E)`. Replace
+that similarity by a kernel :math:`\phi(q_i) \cdot \phi(k_j)` with a positive feature map, here
+:math:`\phi(x) = \mathrm{elu}(x) + 1`, and the sums can be regrouped:
+
+.. math::
+
+    \mathrm{out}_i = \frac{\sum_j \phi(q_i)^\top \phi(k_j)\, v_j^\top}
+                          {\sum_j \phi(q_i)^\top \phi(k_j)}
+                   = \frac{\phi(q_i)^\top \big(\sum_j \phi(k_j) v_j^\top\big)}
+                          {\phi(q_i)^\top \sum_j \phi(k_j)} .
+
+The (E, Ev) matrix :math:`\sum_j \phi(k_j) v_j^\top` is computed once for all queries, so the
+cost is :math:`O(n E E_v)` instead of :math:`O(n^2 E)`. With the causal mask the sums run over
+:math:`j \le i`: a running (E, Ev) state, updated once per token when generating, and
+computed chunk by chunk when training. It is a different model, not a faster softmax: the weights are not those of
+softmax attention.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attnlib._checks import check_floating, check_int, check_ndim, check_tensor, shape_str
+
+__all__ = ["elu_feature_map", "linear_attention", "linear_attention_quadratic"]
+
+
+def elu_feature_map(x: Tensor) -> Tensor:
+    r"""Katharopoulos et al.'s feature map :math:`\phi(x) = \mathrm{elu}(x) + 1 > 0`."""
+    return F.elu(x) + 1.0
+
+
+def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_tensor(name, t)
+        check_floating(name, t)
+        check_ndim(name, t, 4, "(B, H, L, E)")
+    if key.shape[:2] != query.shape[:2] or key.shape[-1] != query.shape[-1]:
+        raise ValueError(f"key must have shape (B, H, S, E) = "
+                         f"{shape_str((*query.shape[:2], 'S', query.shape[-1]))} for query of "
+                         f"shape {shape_str(query.shape)}, got {shape_str(key.shape)}")
+    if value.shape[:3] != key.shape[:3]:
+        raise ValueError(f"value must have shape (B, H, S, Ev) = "
+                         f"{shape_str((*key.shape[:3], 'Ev'))}, got {shape_str(value.shape)}")
+
+
+def linear_attention(
+    query: Tensor, key: Tensor, value: Tensor, is_causal: bool = False, chunk_size: int = 64
+) -> Tensor:
+    r"""Linear attention with :math:`\phi = \mathrm{elu} + 1`, in time and memory linear in n.
+
+    Without a mask: one (E, Ev) summary :math:`\sum_j \phi(k_j) v_j^\top` for all queries.
+    Causal (L = S), in chunks of ``chunk_size`` positions: a query sees the summary of all
+    earlier chunks (an exclusive prefix sum over chunks, one (E, Ev) state each) plus the
+    keys of its own chunk up to itself, computed as a masked C x C product. The keys and
+    values are padded at the end with zeros (after the feature map, so they add nothing),
+    and the padded queries' rows are dropped. Memory: :math:`O(n C + (n / C) E E_v)`.
+
+    Shape:
+        - query: (B, H, L, E); key: (B, H, S, E); value: (B, H, S, Ev)
+        - output: (B, H, L, Ev)
+
+    Raises:
+        ValueError: if the shapes do not fit, or ``is_causal`` with L != S.
+        TypeError: if an input is not a floating tensor.
+    """
+    _check_qkv(query, key, value)
+    q, k = elu_feature_map(query), elu_feature_map(key)  # (B, H, L, E), (B, H, S, E)
+    if not is_causal:
+        summary = k.transpose(-2, -1) @ value  # (B, H, E, Ev)
+        normaliser = k.sum(dim=-2)  # (B, H, E)
+        numerator = q @ summary  # (B, H, L, Ev)
+        denominator = (q * normaliser[:, :, None, :]).sum(-1, keepdim=True)  # (B, H, L, 1)
+        return numerator / denominator
+    if query.shape[2] != key.shape[2]:
+        raise ValueError(f"is_causal needs L == S, got query {shape_str(query.shape)} and key "
+                         f"{shape_str(key.shape)}")
+    B, H, n, E = q.shape
+    Ev = value.shape[-1]
+    C = min(check_int("chunk_size", chunk_size, minimum=1), n)
+    chunks = -(-n // C)
+    pad = chunks * C - n
+    # Padded queries are ones, not zeros: their rows are dropped, but 0/0 there would put NaN
+    # into the gradients of the real rows.
+    q_c = F.pad(q, (0, 0, 0, pad), value=1.0).view(B, H, chunks, C, E)  # (B, H, chunks, C, E)
+    k_c = F.pad(k, (0, 0, 0, pad)).view(B, H, chunks, C, E)  # padding is zero: adds nothing
+    v_c = F.pad(value, (0, 0, 0, pad)).view(B, H, chunks, C, Ev)  # (B, H, chunks, C, Ev)
+    # Across chunks: the state of all earlier chunks, sum of phi(k) v^T (exclusive prefix sum).
+    per_chunk = k_c.transpose(-2, -1) @ v_c  # (B, H, chunks, E, Ev)
+    states = torch.cumsum(per_chunk, dim=2) - per_chunk  # (B, H, chunks, E, Ev)
+    sums = torch.cumsum(k_c.sum(-2), dim=2) - k_c.sum(-2)  # (B, H, chunks, E)
+    # Within a chunk: the quadratic form with the causal mask, C x C per chunk.
+    scores = (q_c @ k_c.transpose(-2, -1)).tril()  # (B, H, chunks, C, C)
+    numerator = scores @ v_c + q_c @ states  # (B, H, chunks, C, Ev)
+    denominator = scores.sum(-1, keepdim=True) + (q_c * sums[..., None, :]).sum(-1, keepdim=True)
+    out = (numerator / denominator).view(B, H, chunks * C, Ev)  # (B, H, n + pad, Ev)
+    return out[:, :, :n]  # (B, H, n, Ev)
+
+
+def linear_attention_quadratic(
+    query: Tensor, key: Tensor, value: Tensor, is_causal: bool = False
+) -> Tensor:
+    r"""The same model written with its (L, S) weights, for checking: O(n²).
+
+    .. math::
+
+        A_{ij} = \frac{\phi(q_i)^\top \phi(k_j)}{\sum_{j'} \phi(q_i)^\top \phi(k_{j'})}, \qquad
+        \mathrm{out} = A V
+
+    Shape:
+        as :func:`linear_attention`.
+    """
+    _check_qkv(query, key, value)
+    scores = elu_feature_map(query) @ elu_feature_map(key).transpose(-2, -1)  # (B, H, L, S)
+    if is_causal:
+        scores = scores.tril()
+    return scores / scores.sum(-1, keepdim=True) @ value  # (B, H, L, Ev)
