@@ -85,6 +85,24 @@ def kernel_scores(
         ValueError: bandwidth <= 0 or not finite, an unknown kernel, mismatched ranks or sizes.
         TypeError: a non-tensor or integer tensor.
     """
+    q, k = _check_kernel_args(queries, keys, bandwidth, kernel)  # as (..., L, E), (..., S, E)
+    u = (q.unsqueeze(-2) - k.unsqueeze(-3)) / bandwidth  # (..., L, S, E)
+    sq = u.square().sum(-1)  # (..., L, S)
+    if kernel == "gaussian":
+        return -0.5 * sq
+    inside = sq <= 1
+    if kernel == "boxcar":
+        zero = torch.zeros((), dtype=sq.dtype)
+        return torch.where(inside, zero, -math.inf)
+    # Epanechnikov: log(3/4) cancels in the softmax but is kept so exp(score) is the kernel.
+    log_k = math.log(0.75) + torch.log1p(-sq.clamp(max=1))
+    return torch.where(inside & (sq < 1), log_k, -math.inf)
+
+
+def _check_kernel_args(
+    queries: Tensor, keys: Tensor, bandwidth: float | Tensor, kernel: str
+) -> tuple[Tensor, Tensor]:
+    """The argument checks of :func:`kernel_scores`; returns queries and keys as points."""
     check_choice("kernel", kernel, KERNELS)
     check_positive("bandwidth", bandwidth)
     q = _as_points("queries", queries)
@@ -98,17 +116,7 @@ def kernel_scores(
     if q.ndim == 3 and q.shape[0] != k.shape[0]:
         raise ValueError(f"queries and keys must have the same batch size B, got queries "
                          f"{shape_str(queries.shape)} and keys {shape_str(keys.shape)}")
-    u = (q.unsqueeze(-2) - k.unsqueeze(-3)) / bandwidth  # (..., L, S, E)
-    sq = u.square().sum(-1)  # (..., L, S)
-    if kernel == "gaussian":
-        return -0.5 * sq
-    inside = sq <= 1
-    if kernel == "boxcar":
-        zero = torch.zeros((), dtype=sq.dtype)
-        return torch.where(inside, zero, -math.inf)
-    # Epanechnikov: log(3/4) cancels in the softmax but is kept so exp(score) is the kernel.
-    log_k = math.log(0.75) + torch.log1p(-sq.clamp(max=1))
-    return torch.where(inside & (sq < 1), log_k, -math.inf)
+    return q, k
 
 
 def nadaraya_watson(
