@@ -293,7 +293,14 @@ class MultiHeadAttention(nn.Module):
             f"kdim={self.kdim}, vdim={self.vdim}, dropout={self.dropout}"
         )
 
-    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+    def _check_inputs(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        need_weights: object = False,
+        average_attn_weights: object = False,
+    ) -> None:
         for name, t, size, letters in (
             ("query", query, self.embed_dim, "(B, L, embed_dim)"),
             ("key", key, self.kdim, "(B, S, kdim)"),
@@ -324,6 +331,10 @@ class MultiHeadAttention(nn.Module):
                 f"key (B, S, kdim) and value (B, S, vdim) must have the same length S, got key "
                 f"of shape {shape_str(key.shape)} and value of shape {shape_str(value.shape)}"
             )
+        for name, flag in (("need_weights", need_weights),
+                           ("average_attn_weights", average_attn_weights)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
 
     def _merge_masks(
         self,
@@ -414,11 +425,7 @@ class MultiHeadAttention(nn.Module):
             (B, H, L, S) unless ``average_attn_weights``, then averaged over heads (B, L, S).
             With dropout in training, the weights are the dropped-out ones (as in PyTorch).
         """
-        self._check_inputs(query, key, value)
-        for name, flag in (("need_weights", need_weights),
-                           ("average_attn_weights", average_attn_weights)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        self._check_inputs(query, key, value, need_weights, average_attn_weights)
         B, L, _ = query.shape
         S = key.shape[1]
         mask, causal = self._merge_masks(
