@@ -188,7 +188,7 @@ class GroupedQueryAttention(nn.Module):
     (B, H, L, E) and ``offset``) rotates queries and keys after the projection.
 
     ``forward`` returns the output and the new keys and values (before any cache), so a caller
-    that decodes can store them (:class:`attnlib.kv_cache.KVCache`); with ``past`` = (keys,
+    that decodes can store them (:class:`attnlib.decoder_lm.LMCache`); with ``past`` = (keys,
     values) of earlier positions, the new queries attend to those too.
 
     Shape:

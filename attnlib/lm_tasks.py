@@ -30,10 +30,10 @@ from attnlib._checks import check_int, check_ndim, check_tensor
 __all__ = ["ALPHABET", "IGNORE_INDEX", "echo_targets", "echo_text", "to_text"]
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz"
-"""The vocabulary: token id i is letter ``ALPHABET[i]``."""
+"""The 26 letters of the vocabulary; token id i is the letter ``ALPHABET[i]``."""
 
 IGNORE_INDEX = -100
-"""The target of a letter no model can predict (``F.cross_entropy``'s default ignore index)."""
+"""The target of a letter no model can predict, ``F.cross_entropy``'s default ignore index."""
 
 
 def echo_text(n: int, length: int, period: int, seed: int = 0) -> Tensor:
