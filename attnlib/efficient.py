@@ -44,11 +44,7 @@ def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
         TypeError: a non-tensor or a non-floating tensor.
         ValueError: block_size < 1, or a row that is entirely :math:`-\infty`.
     """
-    check_tensor("scores", scores)
-    check_floating("scores", scores)
-    block_size = check_int("block_size", block_size, minimum=1)
-    if scores.ndim == 0 or scores.shape[-1] == 0:
-        raise ValueError(f"scores must have a non-empty last dimension, got shape {shape_str(scores.shape)}")
+    block_size = _check_online_softmax_args(scores, block_size)
     running_max = torch.full(scores.shape[:-1], -math.inf, dtype=scores.dtype, device=scores.device)
     running_sum = torch.zeros_like(running_max)
     for start in range(0, scores.shape[-1], block_size):
@@ -62,6 +58,16 @@ def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
         raise ValueError("scores has a row that is entirely -inf; its softmax is undefined "
                          "(use attnlib.masked_softmax, which returns zeros for such rows)")
     return torch.exp(scores - running_max.unsqueeze(-1)) / running_sum.unsqueeze(-1)
+
+
+def _check_online_softmax_args(scores: Tensor, block_size: int) -> int:
+    """The argument checks of :func:`online_softmax`; returns the block size."""
+    check_tensor("scores", scores)
+    check_floating("scores", scores)
+    block_size = check_int("block_size", block_size, minimum=1)
+    if scores.ndim == 0 or scores.shape[-1] == 0:
+        raise ValueError(f"scores must have a non-empty last dimension, got shape {shape_str(scores.shape)}")
+    return block_size
 
 
 def naive_attention(
@@ -265,19 +271,8 @@ def median_times(
             ``num_threads`` < 1, or ``clock="thread"`` with more than one thread.
         TypeError: an argument that is not callable.
     """
-    if not fns:
-        raise ValueError("median_times needs at least one function to time")
-    for i, fn in enumerate(fns):
-        if not callable(fn):
-            raise TypeError(f"fns[{i}] must be callable, got {type(fn).__name__}")
-    repeats = check_int("repeats", repeats, minimum=1)
-    warmup = check_int("warmup", warmup, minimum=0)
-    check_choice("clock", clock, ("wall", "thread"))
+    repeats, warmup, threads = _check_timing_args(fns, repeats, warmup, clock, num_threads)
     previous = torch.get_num_threads()
-    threads = previous if num_threads is None else check_int("num_threads", num_threads, minimum=1)
-    if clock == "thread" and threads != 1:
-        raise ValueError(f"clock='thread' measures the calling thread only and needs one thread, "
-                         f"got {threads} threads (pass num_threads=1)")
     now = time.thread_time if clock == "thread" else time.perf_counter
     torch.set_num_threads(threads)
     try:
@@ -294,3 +289,23 @@ def median_times(
     finally:
         torch.set_num_threads(previous)
     return [statistics.median(t) for t in times]
+
+
+def _check_timing_args(
+    fns: tuple[Callable[[], object], ...], repeats: int, warmup: int, clock: str,
+    num_threads: int | None,
+) -> tuple[int, int, int]:
+    """The argument checks of :func:`median_times`; returns repeats, warmup and the threads."""
+    if not fns:
+        raise ValueError("median_times needs at least one function to time")
+    for i, fn in enumerate(fns):
+        if not callable(fn):
+            raise TypeError(f"fns[{i}] must be callable, got {type(fn).__name__}")
+    repeats = check_int("repeats", repeats, minimum=1)
+    warmup = check_int("warmup", warmup, minimum=0)
+    check_choice("clock", clock, ("wall", "thread"))
+    threads = torch.get_num_threads() if num_threads is None else check_int("num_threads", num_threads, minimum=1)
+    if clock == "thread" and threads != 1:
+        raise ValueError(f"clock='thread' measures the calling thread only and needs one thread, "
+                         f"got {threads} threads (pass num_threads=1)")
+    return repeats, warmup, threads
