@@ -634,6 +634,7 @@ def train_transformer(
     label_smoothing: float = 0.1,
     clip: float | None = 1.0,
     seed: int = 0,
+    by_length: bool = False,
     callback: Callable[[int, float], bool | None] | None = None,
     desc: str | None = None,
 ) -> TransformerHistory:
@@ -658,6 +659,8 @@ def train_transformer(
             (B, L, V) and ``model.config.d_model`` exists).
         pairs: training pairs (anything with ``src`` and ``tgt`` token sequences).
         epochs: passes over ``pairs``.
+        by_length: batches of pairs of similar source length (``batches(by_length=True)``),
+            so that little of each batch is padding.
         callback: called after each epoch as ``callback(epoch, loss)``, epoch from 1;
             returning True stops training (e.g. once a validation score is reached).
         desc: the progress bar's label.
@@ -696,7 +699,7 @@ def train_transformer(
         for epoch in bar:
             total_loss, total_tokens = 0.0, 0
             for batch in batches(pairs, src_vocab, tgt_vocab, batch_size, shuffle=True,
-                                 seed=seed + epoch, max_len=max_len):
+                                 seed=seed + epoch, max_len=max_len, by_length=by_length):
                 src, tgt_out = batch.src.to(device), batch.tgt_out.to(device)
                 logits = model(src, batch.src_lengths.to(device), batch.tgt_in.to(device),
                                batch.tgt_lengths.to(device))  # (B, L, V)

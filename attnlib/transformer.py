@@ -97,8 +97,8 @@ def _check_eps(value: object) -> None:
 
 #: The sizes of the model chapter 7 trains (the chapter builds its config from these, and the
 #: Transformer diagram takes its labels from them, so the picture follows the model).
-CHAPTER7_SIZES: dict[str, int] = {"d_model": 32, "num_heads": 4, "num_encoder_layers": 2,
-                                  "num_decoder_layers": 2, "d_ff": 64}
+CHAPTER7_SIZES: dict[str, int] = {"d_model": 64, "num_heads": 4, "num_encoder_layers": 2,
+                                  "num_decoder_layers": 2, "d_ff": 128}
 
 
 @dataclass(frozen=True)

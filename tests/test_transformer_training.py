@@ -182,6 +182,22 @@ def test_training_feeds_the_targets_shifted_right(corpus: Any) -> None:
             assert bool((row[1:n] != PAD_ID).all()) and bool((row[n:] == PAD_ID).all())
 
 
+def test_training_by_length_batches_similar_lengths(corpus: Any) -> None:
+    """by_length=True: the same pairs and steps, far less padding in the source batches."""
+
+    def padding(by_length: bool) -> tuple[int, int]:
+        model = tiny_model(corpus)
+        seen: list[Tensor] = []
+        model.register_forward_pre_hook(lambda module, args: seen.append(args[0]))  # src
+        history = train(corpus, model, epochs=1, by_length=by_length)
+        pads = sum(int((src == PAD_ID).sum()) for src in seen)
+        return pads, history.steps
+
+    (bucketed, steps), (shuffled, steps_shuffled) = padding(True), padding(False)
+    assert steps == steps_shuffled == 4
+    assert bucketed < shuffled / 2, (bucketed, shuffled)
+
+
 def test_training_lowers_the_loss_and_callback_stops(corpus: Any) -> None:
     model = tiny_model(corpus, dropout=0.0)
     calls: list[int] = []
