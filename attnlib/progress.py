@@ -21,11 +21,9 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sized
-from typing import Any, TypeVar
+from typing import Any
 
 __all__ = ["progress", "progress_enabled"]
-
-T = TypeVar("T")
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 # Widget updates are comm messages; a few per second is smooth and cheap.
@@ -46,7 +44,7 @@ def _in_jupyter_kernel() -> bool:
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
-def _widget_bar(iterable: Iterable[T], total: int | None, desc: str | None) -> Iterator[T]:
+def _widget_bar(iterable: Iterable[Any], total: int | None, desc: str | None) -> Iterator[Any]:
     import ipywidgets as widgets  # type: ignore[import-untyped]
     from IPython.display import display
 
@@ -76,8 +74,8 @@ def _widget_bar(iterable: Iterable[T], total: int | None, desc: str | None) -> I
 
 
 def progress(
-    iterable: Iterable[T], total: int | None = None, desc: str | None = None, **kwargs: Any
-) -> Iterable[T]:
+    iterable: Iterable[Any], total: int | None = None, desc: str | None = None, **kwargs: Any
+) -> Iterable[Any]:
     """Wrap ``iterable`` in a progress bar for interactive readers; outputs stay unchanged.
 
     In a Jupyter kernel: an ipywidgets bar that leaves no comparable output (see the module
@@ -97,5 +95,5 @@ def progress(
         from tqdm import tqdm  # type: ignore[import-untyped]
     except ImportError:  # tqdm is an optional dependency of attnlib
         return iterable
-    bar: Iterable[T] = tqdm(iterable, total=total, desc=desc, **kwargs)
+    bar: Iterable[Any] = tqdm(iterable, total=total, desc=desc, **kwargs)
     return bar

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from attnlib._checks import check_floating, check_int, check_positive, check_tensor
 from attnlib.data import BOS_ID, EOS, EOS_ID, PAD_ID, TokenPair, Vocab, batches, pad_batch
-from attnlib.progress import progress, progress_enabled
+from attnlib.progress import progress
 
 __all__ = [
     "GreedyDecoder",
@@ -37,8 +37,6 @@ __all__ = [
     "exact_match",
     "exact_match_any",
     "multi_reference_bleu",
-    "progress",
-    "progress_enabled",
     "train_seq2seq",
     "translate",
 ]
