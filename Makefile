@@ -36,6 +36,7 @@ help:
 	@echo "make execute  re-execute every chapter notebook in place (the only way stored outputs are made)"
 	@echo "make lab      open the chapters in JupyterLab with attnlib importable"
 	@echo "make bench    time attnlib against PyTorch (ratios table, _build/bench.csv)"
+	@echo "make diagrams regenerate the architecture diagrams (diagrams/*.svg) from diagrams/src"
 	@echo "make reproduce  nbval under 1 thread + ATEN_CPU_CAPABILITY=default and 2 threads + avx2"
 	@echo "make test-offline  make test in a network namespace with no network (after installing)"
 
