@@ -649,7 +649,7 @@ def train_transformer(
     Deterministic given ``seed`` and the model's initial weights: epoch k visits the pairs in
     the order of ``random.Random(seed + k)`` and dropout draws from ``torch.manual_seed(seed)``
     inside ``torch.random.fork_rng``, so the caller's global random state is left as it was
-    (on CPU). Progress is shown with :func:`progress` (silent when ``ATTNLIB_PROGRESS=0``).
+    (on CPU). Progress is shown with :func:`~attnlib.progress.progress` (silent when ``ATTNLIB_PROGRESS=0``).
     The model is left in eval mode.
 
     Args:
