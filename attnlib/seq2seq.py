@@ -269,6 +269,26 @@ class AttentionDecoder(nn.Module):
         logits = self.out_proj(torch.cat([state, context], dim=-1))  # (B, V)
         return logits, state, weights
 
+    def teacher_forced(
+        self, tgt_in: Tensor, state: Tensor, memory: Memory
+    ) -> tuple[Tensor, Tensor]:
+        """:meth:`step` for t = 1, ..., L on the true previous words (teacher forcing).
+
+        The same numbers as L calls of :meth:`step`, with the embeddings and the output layer
+        applied to all steps at once, outside the loop. Returns logits (B, L, V) and weights
+        (B, L, S).
+        """
+        embedded = self.embedding(tgt_in)  # (B, L, E)
+        states, contexts, weights = [], [], []
+        for t in range(tgt_in.shape[1]):
+            context, step_weights = self.attend(state, memory)  # (B, 2H), (B, S)
+            state = self.rnn(torch.cat([embedded[:, t], context], dim=-1), state)  # (B, H)
+            states.append(state)
+            contexts.append(context)
+            weights.append(step_weights)
+        features = torch.cat([torch.stack(states, 1), torch.stack(contexts, 1)], dim=-1)
+        return self.out_proj(features), torch.stack(weights, dim=1)  # (B, L, V), (B, L, S)
+
     def fixed_forward(self, tgt_in: Tensor, state: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
         """Every step at once, for a fixed context: the GRU's inputs do not depend on its state.
 
@@ -353,12 +373,7 @@ class Seq2Seq(nn.Module):
         memory, state = self.encode(src, src_lengths)
         if self.decoder.score is None:
             return self.decoder.fixed_forward(tgt_in, state, memory)
-        logits, weights = [], []
-        for t in range(tgt_in.shape[1]):
-            step_logits, state, step_weights = self.decoder.step(tgt_in[:, t], state, memory)
-            logits.append(step_logits)
-            weights.append(step_weights)
-        return torch.stack(logits, dim=1), torch.stack(weights, dim=1)  # (B, L, V), (B, L, S)
+        return self.decoder.teacher_forced(tgt_in, state, memory)
 
 
 @torch.no_grad()

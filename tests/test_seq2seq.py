@@ -132,9 +132,10 @@ def test_without_attention_the_final_state_is_the_context() -> None:
     assert not torch.allclose(memory.context[0], memory.states[0, :5].mean(0))
 
 
-@pytest.mark.parametrize("fixed", ["final", "mean"])
-def test_fixed_context_forward_in_one_call_equals_the_step_loop(fixed: str) -> None:
-    model = make_model(False, fixed_context=fixed)
+@pytest.mark.parametrize("use_attention, fixed", MODES)
+def test_teacher_forced_forward_equals_the_step_loop(use_attention: bool, fixed: str) -> None:
+    """Attention: embeddings and output layer outside the loop; fixed context: one GRU call."""
+    model = make_model(use_attention, fixed_context=fixed)
     src, lengths = random_batch([6, 2, 4])
     tgt_in = torch.randint(4, V_TGT, (3, 5))
     logits, weights = model(src, lengths, tgt_in)
