@@ -138,7 +138,7 @@ class Clause:
 
     @property
     def triple(self) -> tuple[str, str, str]:
-        """(subject head, verb, object head): the unit the splits hold out."""
+        """The subject's head, the verb and the object's head (the unit the splits hold out)."""
         return (self.subject.head, self.verb, self.object.head)
 
 
