@@ -108,7 +108,7 @@ test: system-packages $(STAMP)
 # (ATEN_CPU_CAPABILITY: default = no vector instructions, as on an older machine; `native` for
 # PyTorch's own choice). `make test` runs nbval at 2 threads on the machine's own code path; this
 # adds the two combinations that find different things: 1 thread without vector instructions and
-# 2 threads with avx2 (chapters side by side, cores // threads at a time). Prints a table (also
+# 2 threads with avx2 (chapters side by side, one per core). Prints a table (also
 # _build/reproduce.md); fails if any combination fails. The full matrix:
 # make reproduce REPRO_COMBOS="1:default 1:avx2 2:default 2:avx2" REPRO_RUNS=2
 REPRO_COMBOS ?= 1:default 2:avx2
