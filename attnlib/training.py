@@ -402,9 +402,7 @@ def exact_match(
         ValueError: if the two lists differ in length or are empty.
     """
     _check_parallel(hypotheses, references)
-    hits = sum(_as_text(h).split() == _as_text(r).split()
-               for h, r in zip(hypotheses, references, strict=True))
-    return hits / len(hypotheses)
+    return exact_match_any(hypotheses, [[r] for r in references])
 
 
 @dataclass(frozen=True)
