@@ -72,6 +72,16 @@ def run_one(threads: int, capability: str, notebooks: list[str],
     return code, totals, seconds
 
 
+def make_test_run() -> tuple[int, str]:
+    """The thread count and the CPU code path of `make test`'s nbval run on this machine: the
+    Makefile's ATTNLIB_NUM_THREADS and the capability PyTorch picks with no override."""
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    picked = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                            text=True, check=True).stdout.strip().lower()
+    return int(os.environ.get("ATTNLIB_NUM_THREADS", "2")), picked
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--combos", nargs="+", default=["1:default", "2:avx2"],
@@ -80,6 +90,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1,
                         help="notebooks run side by side, one per core")
     parser.add_argument("--report", type=Path, default=Path("_build/reproduce.md"))
+    parser.add_argument("--after-make-test", action="store_true",
+                        help="skip a combination that is make test's own run on this machine "
+                             "(its thread count and the code path PyTorch picks here)")
     parser.add_argument("notebooks", nargs="+")
     args = parser.parse_args(argv)
     combos = []
@@ -91,7 +104,13 @@ def main(argv: list[str]) -> int:
             "|--:|:--|--:|--:|--:|--:|--:|"]
     failures = 0
     start = time.perf_counter()
+    own = make_test_run() if args.after_make_test else None
     for threads, capability in combos:
+        if own is not None and (threads, capability.lower()) in {own, (own[0], "native")}:
+            print(f"== {threads}:{capability} is make test's own run on this machine "
+                  f"({own[0]} threads, PyTorch picks {own[1]}): not repeated", flush=True)
+            rows.append(f"| {threads} | {capability} | - | - | make test's own run | - | - |")
+            continue
         jobs = max(1, args.cores)
         for run in range(1, args.runs + 1):
             print(f"== nbval: ATTNLIB_NUM_THREADS={threads} ATEN_CPU_CAPABILITY={capability} "
@@ -106,7 +125,7 @@ def main(argv: list[str]) -> int:
                   f"{failed} failed, {seconds:.0f} s", flush=True)
             rows.append(f"| {threads} | {capability} | {run} | {jobs} | {passed} | {failed} | "
                         f"{seconds:.0f} |")
-    total = len(combos) * args.runs
+    total = sum(1 for row in rows[2:] if "make test's own run" not in row)  # one row per run
     verdict = (f"{total - failures} of {total} combinations passed "
                f"in {time.perf_counter() - start:.0f} s")
     report = "\n".join([*rows, "", verdict, ""])
