@@ -11,6 +11,7 @@ BLEU is computed by sacrebleu {Post 2018}, the standard implementation, never by
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -81,6 +82,7 @@ def train_seq2seq(
     callback: Callable[[int, float], bool | None] | None = None,
     desc: str | None = None,
     by_length: bool = False,
+    lr_schedule: str = "constant",
 ) -> History:
     r"""Train an encoder-decoder by teacher forcing with Adam.
 
@@ -104,6 +106,10 @@ def train_seq2seq(
         desc: the progress bar's label.
         by_length: batch pairs of similar source length together (see
             :func:`attnlib.data.batches`), so a recurrent model runs few padded steps.
+        lr_schedule: ``"constant"`` (``lr`` at every step) or ``"cosine"``: step k of T (from
+            0, T = ``epochs`` times the batches per epoch) uses
+            :math:`\mathrm{lr}\cdot\tfrac12\,(1 + \cos(\pi k / T))`, from ``lr`` down to
+            almost 0 {Loshchilov 2017}.
 
     Returns:
         The :class:`History` of epoch losses and the training time.
@@ -118,7 +124,11 @@ def train_seq2seq(
     check_positive("lr", lr)
     if clip is not None:
         check_positive("clip", clip)
+    if lr_schedule not in ("constant", "cosine"):
+        raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {lr_schedule!r}")
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    total_steps = epochs * math.ceil(len(pairs) / batch_size)
+    step = 0
     history = History()
     start = time.perf_counter()
     model.train()
@@ -134,7 +144,10 @@ def train_seq2seq(
             loss.backward()  # type: ignore[no-untyped-call]
             if clip is not None:
                 nn.utils.clip_grad_norm_(model.parameters(), clip)
+            if lr_schedule == "cosine":
+                optimizer.param_groups[0]["lr"] = lr * 0.5 * (1 + math.cos(math.pi * step / total_steps))
             optimizer.step()
+            step += 1
             tokens = int(batch.tgt_lengths.sum())
             total_loss += float(loss.detach()) * tokens
             total_tokens += tokens

@@ -195,6 +195,26 @@ def test_train_seq2seq_accepts_a_model_that_returns_logits_only() -> None:
     assert history.epochs == 2 and all(math.isfinite(x) for x in history.losses)
 
 
+def test_train_seq2seq_cosine_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step k of T uses lr (1 + cos(pi k / T)) / 2: from lr down towards 0, every epoch counted."""
+    used: list[float] = []
+    original = torch.optim.Adam.step
+
+    def spy(self: torch.optim.Adam, *args: object, **kwargs: object) -> object:
+        used.append(self.param_groups[0]["lr"])
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(torch.optim.Adam, "step", spy)
+    train_seq2seq(tiny_model(), PAIRS, SRC, TGT, epochs=3, batch_size=4, lr=0.01,
+                  lr_schedule="cosine")
+    steps = 3 * 2  # 6 pairs in batches of 4: 2 batches an epoch
+    assert used == pytest.approx([0.005 * (1 + math.cos(math.pi * k / steps)) for k in range(steps)])
+    assert used[0] == 0.01 and used[-1] < 0.01 * 0.07
+    used.clear()
+    train_seq2seq(tiny_model(), PAIRS, SRC, TGT, epochs=3, batch_size=4, lr=0.01)
+    assert used == [0.01] * steps
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "pattern"),
     [
@@ -202,6 +222,8 @@ def test_train_seq2seq_accepts_a_model_that_returns_logits_only() -> None:
         ({"epochs": 1, "batch_size": 0}, ValueError, r"batch_size must be >= 1, got 0"),
         ({"epochs": 1, "lr": -1.0}, ValueError, r"lr must be finite and > 0"),
         ({"epochs": 1.5}, TypeError, r"epochs must be an int"),
+        ({"epochs": 1, "lr_schedule": "linear"}, ValueError,
+         r"lr_schedule must be 'constant' or 'cosine', got 'linear'"),
     ],
 )
 def test_train_seq2seq_bad_arguments(kwargs: dict[str, object], error: type[Exception],
