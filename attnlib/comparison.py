@@ -10,20 +10,32 @@ Transformer with the GRU encoder-decoder with additive attention:
 - the training budget is counted in optimiser steps on the same batches, which makes the
   number of training tokens equal too: :func:`training_tokens` counts the target tokens one
   pass over the pairs predicts, and :func:`tokens_per_second` turns a training time into a
-  throughput (a time, so it differs between machines and runs).
+  throughput (a time, so it differs between machines and runs);
+- :class:`ReferenceBLEU` scores many systems, and groups of sentences, against one test set's
+  references, preparing the references once: the same scores as
+  :func:`attnlib.training.multi_reference_bleu`, without re-reading every reference at every
+  call (which is most of that function's time on a test set with many references).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
 
 import torch
 from torch import nn
 
 from attnlib._checks import check_int, check_positive
 from attnlib.data import TokenPair
+from attnlib.training import LengthBLEU
 
-__all__ = ["closest_width", "count_parameters", "tokens_per_second", "training_tokens"]
+__all__ = [
+    "ReferenceBLEU",
+    "closest_width",
+    "count_parameters",
+    "tokens_per_second",
+    "training_tokens",
+]
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -92,3 +104,97 @@ def tokens_per_second(pairs: Sequence[TokenPair], epochs: int, seconds: float) -
     check_int("epochs", epochs, minimum=1)
     check_positive("seconds", seconds)
     return epochs * training_tokens(pairs) / seconds
+
+
+def _text(sentence: str | Sequence[str]) -> str:
+    return sentence if isinstance(sentence, str) else " ".join(sentence)
+
+
+class ReferenceBLEU:
+    """Corpus BLEU against the references of one test set, the references prepared once.
+
+    sacrebleu {Post 2018} computes corpus BLEU from per-sentence statistics (matched and total
+    n-grams of orders 1 to 4, hypothesis and closest reference length) summed over the corpus.
+    This class tokenises the references and counts their n-grams once, at construction; each
+    call then only reads the hypotheses, and a group of sentences is scored by summing the
+    statistics of its members. The scores equal :func:`attnlib.training.multi_reference_bleu`
+    and :func:`attnlib.training.bleu_by_length` (sacrebleu's defaults; tested).
+
+    Args:
+        reference_sets: ``reference_sets[i]`` holds every correct translation of sentence i
+            (strings or token sequences), at least one each.
+
+    Raises:
+        ValueError: if ``reference_sets`` is empty or one set is empty.
+    """
+
+    def __init__(self, reference_sets: Sequence[Sequence[str | Sequence[str]]]) -> None:
+        from sacrebleu.metrics.bleu import BLEU
+
+        if len(reference_sets) == 0:
+            raise ValueError("reference_sets is empty: ReferenceBLEU needs at least one sentence")
+        for i, refs in enumerate(reference_sets):
+            if isinstance(refs, str) or len(refs) == 0:
+                raise ValueError(f"reference_sets[{i}] must be a non-empty sequence of "
+                                 f"sentences, got {refs!r}")
+        width = max(len(refs) for refs in reference_sets)
+        streams = [[_text(refs[k]) if k < len(refs) else None for refs in reference_sets]
+                   for k in range(width)]
+        # sacrebleu skips a None reference (its type hints do not say so)
+        self._metric: Any = cast(Any, BLEU(references=cast(Any, streams)))
+        self._info: list[Any] = list(self._metric._ref_cache)
+
+    def __len__(self) -> int:
+        return len(self._info)
+
+    def _statistics(self, hypotheses: Sequence[str | Sequence[str]]) -> list[list[int]]:
+        if len(hypotheses) != len(self._info):
+            raise ValueError(f"hypotheses must have one sentence per reference set "
+                             f"({len(self._info)}), got {len(hypotheses)}")
+        metric = self._metric
+        return [metric._compute_segment_statistics(metric._preprocess_segment(_text(h)), info)
+                for h, info in zip(hypotheses, self._info, strict=True)]
+
+    def bleu(self, hypotheses: Sequence[str | Sequence[str]]) -> float:
+        """Corpus BLEU (0-100) of ``hypotheses``, one per reference set.
+
+        Raises:
+            ValueError: if the number of hypotheses differs from the number of reference sets.
+        """
+        return float(self._metric._aggregate_and_compute(self._statistics(hypotheses)).score)
+
+    def bleu_by_length(
+        self,
+        hypotheses: Sequence[str | Sequence[str]],
+        lengths: Sequence[int],
+        bins: Sequence[int],
+    ) -> list[LengthBLEU]:
+        """Corpus BLEU of each group of sentences of similar length.
+
+        The groups are those of :func:`attnlib.training.bleu_by_length`: ``bins`` are
+        increasing lower edges, the last group is open-ended, lengths below the first edge
+        join the first group.
+
+        Returns:
+            One :class:`attnlib.training.LengthBLEU` per non-empty group, shortest first.
+
+        Raises:
+            ValueError: if ``hypotheses`` or ``lengths`` does not have one entry per reference
+                set, or ``bins`` is empty or not strictly increasing.
+        """
+        stats = self._statistics(hypotheses)
+        if len(lengths) != len(stats):
+            raise ValueError(f"lengths must have one entry per hypothesis ({len(stats)}), got "
+                             f"{len(lengths)}")
+        edges = list(bins)
+        if not edges or any(b >= a for a, b in zip(edges[1:], edges, strict=False)):
+            raise ValueError(f"bins must be a non-empty, strictly increasing list, got {edges}")
+        groups: dict[int, list[int]] = {}
+        for i, n in enumerate(lengths):
+            group = max((k for k, e in enumerate(edges) if e <= n), default=0)
+            groups.setdefault(group, []).append(i)
+        return [LengthBLEU(min(lengths[i] for i in members), max(lengths[i] for i in members),
+                           len(members),
+                           float(self._metric._aggregate_and_compute(
+                               [stats[i] for i in members]).score))
+                for _, members in sorted(groups.items())]

@@ -74,3 +74,37 @@ def test_training_tokens_and_tokens_per_second() -> None:
         tokens_per_second(pairs, 1, 0.0)
     with pytest.raises(ValueError, match="seconds"):
         tokens_per_second(pairs, 1, float("inf"))
+
+
+def test_reference_bleu_equals_multi_reference_bleu_overall_and_by_length() -> None:
+    from attnlib import data, training
+    from attnlib.comparison import ReferenceBLEU
+
+    corpus = data.make_corpus(seed=0, n_pairs=600)
+    test = list(corpus.test)
+    refs = [p.references for p in test]
+    lengths = [len(p.src) for p in test]
+    # hypotheses of every quality: right, cut short, a word dropped, repeated, empty-ish
+    hyps: list[tuple[str, ...]] = []
+    for i, p in enumerate(test):
+        kind = i % 5
+        hyps.append(p.tgt if kind == 0 else p.tgt[: len(p.tgt) // 2] if kind == 1 else
+                    p.tgt[1:] if kind == 2 else p.tgt + p.tgt[:3] if kind == 3 else ("the",))
+    scorer = ReferenceBLEU(refs)
+    assert len(scorer) == len(test)
+    assert scorer.bleu(hyps) == training.multi_reference_bleu(hyps, refs)
+    bins = [3, 8, 14]
+    assert scorer.bleu_by_length(hyps, lengths, bins) == training.bleu_by_length(
+        hyps, refs, lengths, bins)
+    perfect = [p.tgt for p in test]
+    assert scorer.bleu(perfect) == pytest.approx(100.0)  # reusable: a second system
+    with pytest.raises(ValueError, match=r"one sentence per reference set \(\d+\), got 1"):
+        scorer.bleu(hyps[:1])
+    with pytest.raises(ValueError, match=r"lengths must have one entry per hypothesis"):
+        scorer.bleu_by_length(hyps, lengths[:-1], bins)
+    with pytest.raises(ValueError, match=r"bins must be a non-empty, strictly increasing"):
+        scorer.bleu_by_length(hyps, lengths, [5, 3])
+    with pytest.raises(ValueError, match=r"reference_sets is empty"):
+        ReferenceBLEU([])
+    with pytest.raises(ValueError, match=r"reference_sets\[1\] must be a non-empty sequence"):
+        ReferenceBLEU([["a b"], []])
