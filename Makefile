@@ -25,7 +25,6 @@ export MPLCONFIGDIR := $(CURDIR)/$(VENV)/mplconfig
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
-NBVAL := python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 .PHONY: help install system-packages browser-check book execute test lint typecheck unit nbval browser build lab lock clean reproduce bench diagrams test-offline
 
@@ -74,8 +73,11 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	python -m pytest tests/
 
+# Chapters side by side, one per core (NBVAL_JOBS), each in its own pytest process and kernel;
+# a merged table of cells, seconds and figures at the end (tools/nbval_chapters.py).
+NBVAL_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 nbval: $(STAMP)
-	$(NBVAL) $(NOTEBOOKS)
+	python tools/nbval_chapters.py --jobs $(NBVAL_JOBS) $(NOTEBOOKS)
 
 # Chromium and a CJK font for the browser test: installed with apt-get where missing (as root or
 # with passwordless sudo), else one line saying what to install. Checked first by `make test`.
