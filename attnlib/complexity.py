@@ -318,6 +318,13 @@ def measured_crossover(
     return None
 
 
+def _check_gradient_norms_args(layers: Sequence[nn.Module], x: Tensor) -> None:
+    check_tensor("x", x)
+    check_ndim("x", x, 3, "(B, n, d)")
+    if not layers:
+        raise ValueError("layers must hold at least one layer")
+
+
 def gradient_norms(layers: Sequence[nn.Module], x: Tensor) -> Tensor:
     r"""How strongly the last output depends on each input, after each depth of a stack.
 
@@ -334,10 +341,7 @@ def gradient_norms(layers: Sequence[nn.Module], x: Tensor) -> Tensor:
     Raises:
         ValueError: if ``layers`` is empty or ``x`` is not 3-D.
     """
-    check_tensor("x", x)
-    check_ndim("x", x, 3, "(B, n, d)")
-    if not layers:
-        raise ValueError("layers must hold at least one layer")
+    _check_gradient_norms_args(layers, x)
     x = x.detach().requires_grad_(True)
     rows = []
     y = x

@@ -122,9 +122,7 @@ def tiled_attention(
         ValueError: mismatched shapes, batch dimensions that do not broadcast, no key, or
             block sizes < 1.
     """
-    _check_qkv(query, key, value)
-    block_size_q = check_int("block_size_q", block_size_q, minimum=1)
-    block_size_k = check_int("block_size_k", block_size_k, minimum=1)
+    _check_qkv(query, key, value, block_size_q, block_size_k)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     L, S = query.shape[-2], key.shape[-2]
     in_place = not (torch.is_grad_enabled()
@@ -162,7 +160,8 @@ def tiled_attention(
     return out
 
 
-def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
+def _check_qkv(query: Tensor, key: Tensor, value: Tensor, block_size_q: int = 1,
+               block_size_k: int = 1) -> None:
     for name, t in (("query", query), ("key", key), ("value", value)):
         check_tensor(name, t)
         check_floating(name, t)
@@ -187,6 +186,8 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
                          f"{shape_str(key.shape)} and value {shape_str(value.shape)}")
     if key.shape[-2] == 0:
         raise ValueError(f"key must hold at least one position, got shape {shape_str(key.shape)}")
+    check_int("block_size_q", block_size_q, minimum=1)
+    check_int("block_size_k", block_size_k, minimum=1)
 
 
 @contextlib.contextmanager

@@ -55,6 +55,17 @@ def _check_heads(embed_dim: int, num_heads: int, name: str = "embed_dim") -> Non
         )
 
 
+def _check_split_heads(x: Tensor, num_heads: int) -> None:
+    check_tensor("x", x)
+    check_ndim("x", x, 3, "(B, L, D)")
+    _check_heads(x.shape[-1], num_heads, name="x's last size D")
+
+
+def _check_merge_heads(x: Tensor) -> None:
+    check_tensor("x", x)
+    check_ndim("x", x, 4, "(B, H, L, E)")
+
+
 def split_heads(x: Tensor, num_heads: int) -> Tensor:
     r"""Cut the last dimension into ``num_heads`` heads and give the heads their own dimension.
 
@@ -74,10 +85,8 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
         TypeError: if ``x`` is not a tensor or ``num_heads`` is not an int.
         ValueError: if ``x`` is not 3-D, ``num_heads`` < 1 or D is not divisible by it.
     """
-    x = check_tensor("x", x)
-    check_ndim("x", x, 3, "(B, L, D)")
+    _check_split_heads(x, num_heads)
     B, L, D = x.shape
-    _check_heads(D, num_heads, name="x's last size D")
     x = x.view(B, L, num_heads, D // num_heads)  # (B, L, H, E)
     return x.transpose(1, 2)  # (B, H, L, E)
 
@@ -97,8 +106,7 @@ def merge_heads(x: Tensor) -> Tensor:
         TypeError: if ``x`` is not a tensor.
         ValueError: if ``x`` is not 4-D.
     """
-    x = check_tensor("x", x)
-    check_ndim("x", x, 4, "(B, H, L, E)")
+    _check_merge_heads(x)
     B, H, L, E = x.shape
     x = x.transpose(1, 2)  # (B, L, H, E)
     return x.reshape(B, L, H * E)  # (B, L, D)

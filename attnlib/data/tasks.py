@@ -102,6 +102,22 @@ class RetrievalTask:
         return float((weights.argmax(dim=-1) == right).double().mean())
 
 
+def _check_retrieval_args(n: int, num_keys: int, key_size: int, value_size: int,
+                          mapping: Tensor | None, noise: float) -> None:
+    for name, size in (("n", n), ("num_keys", num_keys), ("key_size", key_size),
+                       ("value_size", value_size)):
+        _check_int(name, size, low=1)
+    if mapping is not None and (not isinstance(mapping, Tensor)
+                                or not mapping.is_floating_point()):
+        raise TypeError(f"mapping must be a floating-point tensor (Eq, Ek), got "
+                        f"{mapping.dtype if isinstance(mapping, Tensor) else type(mapping).__name__}")
+    if mapping is not None and (mapping.ndim != 2 or mapping.shape[1] != key_size):
+        raise ValueError(f"mapping must have shape (Eq, Ek) with Ek = key_size = {key_size}, "
+                         f"got {shape_str(mapping.shape)}")
+    if not noise >= 0.0 or noise == float("inf"):
+        raise ValueError(f"noise must be finite and >= 0, got {noise}")
+
+
 def key_retrieval_task(
     n: int,
     num_keys: int = 8,
@@ -149,19 +165,9 @@ def key_retrieval_task(
         ValueError: if a size is < 1, ``mapping`` is not (Eq, Ek) with Ek = ``key_size``, or
             ``noise`` is negative or not finite.
     """
-    for name, size in (("n", n), ("num_keys", num_keys), ("key_size", key_size),
-                       ("value_size", value_size)):
-        _check_int(name, size, low=1)
+    _check_retrieval_args(n, num_keys, key_size, value_size, mapping, noise)
     if mapping is None:
         mapping = torch.eye(key_size, dtype=torch.float64)
-    if not isinstance(mapping, Tensor) or not mapping.is_floating_point():
-        raise TypeError(f"mapping must be a floating-point tensor (Eq, Ek), got "
-                        f"{mapping.dtype if isinstance(mapping, Tensor) else type(mapping).__name__}")
-    if mapping.ndim != 2 or mapping.shape[1] != key_size:
-        raise ValueError(f"mapping must have shape (Eq, Ek) with Ek = key_size = {key_size}, "
-                         f"got {shape_str(mapping.shape)}")
-    if not noise >= 0.0 or noise == float("inf"):
-        raise ValueError(f"noise must be finite and >= 0, got {noise}")
     mapping = mapping.detach().to(torch.float64)
     generator = torch.Generator().manual_seed(seed)
     key = torch.randn(n, num_keys, key_size, generator=generator, dtype=torch.float64)
