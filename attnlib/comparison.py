@@ -27,7 +27,7 @@ from torch import nn
 
 from attnlib._checks import check_int, check_positive
 from attnlib.data import TokenPair
-from attnlib.training import LengthBLEU
+from attnlib.training import LengthBLEU, length_groups
 
 __all__ = [
     "ReferenceBLEU",
@@ -183,18 +183,8 @@ class ReferenceBLEU:
                 set, or ``bins`` is empty or not strictly increasing.
         """
         stats = self._statistics(hypotheses)
-        if len(lengths) != len(stats):
-            raise ValueError(f"lengths must have one entry per hypothesis ({len(stats)}), got "
-                             f"{len(lengths)}")
-        edges = list(bins)
-        if not edges or any(b >= a for a, b in zip(edges[1:], edges, strict=False)):
-            raise ValueError(f"bins must be a non-empty, strictly increasing list, got {edges}")
-        groups: dict[int, list[int]] = {}
-        for i, n in enumerate(lengths):
-            group = max((k for k, e in enumerate(edges) if e <= n), default=0)
-            groups.setdefault(group, []).append(i)
         return [LengthBLEU(min(lengths[i] for i in members), max(lengths[i] for i in members),
                            len(members),
                            float(self._metric._aggregate_and_compute(
                                [stats[i] for i in members]).score))
-                for _, members in sorted(groups.items())]
+                for members in length_groups(lengths, bins, len(stats))]

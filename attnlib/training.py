@@ -30,6 +30,7 @@ __all__ = [
     "History",
     "LengthAccuracy",
     "LengthBLEU",
+    "LengthGroup",
     "Translation",
     "accuracy_by_length",
     "bleu",
@@ -37,6 +38,7 @@ __all__ = [
     "bleu_signature",
     "exact_match",
     "exact_match_any",
+    "length_groups",
     "multi_reference_bleu",
     "train_seq2seq",
     "translate",
@@ -356,17 +358,50 @@ def exact_match_any(
 
 
 @dataclass(frozen=True)
-class LengthBLEU:
-    """Corpus BLEU (several references) of the sentences whose length lies in [low, high]."""
+class LengthGroup:
+    """The ``count`` sentences whose length lies in [low, high]; ``label`` is "low–high"."""
 
     low: int
     high: int
     count: int
-    bleu: float
 
     @property
     def label(self) -> str:
         return str(self.low) if self.low == self.high else f"{self.low}–{self.high}"
+
+
+def length_groups(lengths: Sequence[int], bins: Sequence[int] | None,
+                  n_items: int) -> list[list[int]]:
+    """The indices of ``lengths`` grouped by length, shortest group first, empty groups left out.
+
+    ``bins`` are increasing lower edges: a group holds the lengths from one edge up to the next
+    edge minus one, the last group is open-ended, and lengths below the first edge join the
+    first group. None: one group per length that occurs.
+
+    Raises:
+        ValueError: if ``lengths`` does not have ``n_items`` entries, or ``bins`` is empty or
+            not strictly increasing.
+    """
+    if len(lengths) != n_items:
+        raise ValueError(f"lengths must have one entry per hypothesis ({n_items}), got "
+                         f"{len(lengths)}")
+    if bins is None:
+        edges = sorted(set(lengths))
+    else:
+        edges = list(bins)
+        if not edges or any(b >= a for a, b in zip(edges[1:], edges, strict=False)):
+            raise ValueError(f"bins must be a non-empty, strictly increasing list, got {edges}")
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        groups.setdefault(max((k for k, e in enumerate(edges) if e <= n), default=0), []).append(i)
+    return [members for _, members in sorted(groups.items())]
+
+
+@dataclass(frozen=True)
+class LengthBLEU(LengthGroup):
+    """Corpus BLEU (several references) of the sentences whose length lies in [low, high]."""
+
+    bleu: float
 
 
 def bleu_by_length(
@@ -390,20 +425,11 @@ def bleu_by_length(
             strictly increasing.
     """
     _check_parallel(hypotheses, reference_sets)
-    if len(lengths) != len(hypotheses):
-        raise ValueError(f"lengths must have one entry per hypothesis ({len(hypotheses)}), got "
-                         f"{len(lengths)}")
-    edges = list(bins)
-    if not edges or any(b >= a for a, b in zip(edges[1:], edges, strict=False)):
-        raise ValueError(f"bins must be a non-empty, strictly increasing list, got {edges}")
-    groups: dict[int, list[int]] = {}
-    for i, n in enumerate(lengths):
-        groups.setdefault(max((k for k, e in enumerate(edges) if e <= n), default=0), []).append(i)
     return [LengthBLEU(min(lengths[i] for i in members), max(lengths[i] for i in members),
                        len(members),
                        multi_reference_bleu([hypotheses[i] for i in members],
                                             [reference_sets[i] for i in members]))
-            for _, members in sorted(groups.items())]
+            for members in length_groups(lengths, bins, len(hypotheses))]
 
 
 def exact_match(
@@ -419,17 +445,10 @@ def exact_match(
 
 
 @dataclass(frozen=True)
-class LengthAccuracy:
+class LengthAccuracy(LengthGroup):
     """Exact-match accuracy of the sentences whose length lies in [low, high]."""
 
-    low: int
-    high: int
-    count: int
     accuracy: float
-
-    @property
-    def label(self) -> str:
-        return str(self.low) if self.low == self.high else f"{self.low}–{self.high}"
 
 
 def accuracy_by_length(
@@ -454,25 +473,12 @@ def accuracy_by_length(
             strictly increasing.
     """
     _check_parallel(hypotheses, references)
-    if len(lengths) != len(hypotheses):
-        raise ValueError(f"lengths must have one entry per hypothesis ({len(hypotheses)}), got "
-                         f"{len(lengths)}")
-    if bins is None:
-        edges = sorted(set(lengths))
-    else:
-        edges = list(bins)
-        if not edges or any(b >= a for a, b in zip(edges[1:], edges, strict=False)):
-            raise ValueError(f"bins must be a non-empty, strictly increasing list, got {edges}")
-    groups: dict[int, list[tuple[int, bool]]] = {}
-    for h, r, n in zip(hypotheses, references, lengths, strict=True):
-        group = max((i for i, edge in enumerate(edges) if edge <= n), default=0)
-        hit = _as_text(h).split() == _as_text(r).split()
-        groups.setdefault(group, []).append((n, hit))
     result = []
-    for group in sorted(groups):
-        members = [n for n, _ in groups[group]]
-        hits = sum(hit for _, hit in groups[group])
-        result.append(LengthAccuracy(min(members), max(members), len(members),
+    for members in length_groups(lengths, bins, len(hypotheses)):
+        hits = sum(_as_text(hypotheses[i]).split() == _as_text(references[i]).split()
+                   for i in members)
+        result.append(LengthAccuracy(min(lengths[i] for i in members),
+                                     max(lengths[i] for i in members), len(members),
                                      hits / len(members)))
     return result
 

@@ -1,0 +1,60 @@
+"""The nbval runners of `make nbval` (tools/nbval_chapters.py) and `make reproduce`
+(tools/reproduce.py): a wrong stored output fails the run, and --after-make-test leaves out
+exactly the combination that repeats `make test`'s own run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import nbval_chapters  # noqa: E402
+import reproduce  # noqa: E402
+
+
+def _notebook(path: Path, stored: str) -> str:
+    """One cell that prints 2, stored with the output ``stored``."""
+    cell = nbformat.v4.new_code_cell("print(1 + 1)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=stored)]
+    cell.execution_count = 1
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, path)
+    return str(path)
+
+
+def test_nbval_chapters_fails_on_a_wrong_output_and_prints_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(ROOT)  # the sanitize file is named relative to the repository
+    good = _notebook(tmp_path / "good.ipynb", "2\n")
+    bad = _notebook(tmp_path / "bad.ipynb", "3\n")
+    assert nbval_chapters.main(["--jobs", "2", good, bad]) == 1
+    out = capsys.readouterr().out
+    assert f"ok     {good}" in out and f"FAILED {bad}" in out
+    assert "1 of 2 notebooks passed" in out
+    assert "Cell outputs differ" in out  # the failed notebook's own pytest output
+    assert nbval_chapters.main(["--jobs", "1", good]) == 0
+
+
+def test_reproduce_after_make_test_skips_only_make_tests_own_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(reproduce, "make_test_run", lambda: (2, "avx2"))
+    good = _notebook(tmp_path / "good.ipynb", "2\n")
+    report = tmp_path / "reproduce.md"
+    code = reproduce.main(["--combos", "1:default", "2:avx2", "--after-make-test",
+                           "--report", str(report), good])
+    assert code == 0
+    table = report.read_text(encoding="utf-8")
+    assert "| 1 | default | 1 |" in table and "| 2 | avx2 | - | - | make test's own run |" in table
+    assert "1 of 1 combinations passed" in table
+    assert "not repeated" in capsys.readouterr().out
+    # Without the flag both combinations run.
+    assert reproduce.main(["--combos", "1:default", "2:avx2", "--report", str(report), good]) == 0
+    assert "2 of 2 combinations passed" in report.read_text(encoding="utf-8")
