@@ -162,8 +162,8 @@ def test_lengths_span_3_to_over_40_and_are_spread_evenly(pairs: list[Pair]) -> N
 
 
 def test_lexicon_has_a_few_hundred_words(corpus: Corpus) -> None:
-    assert len(data.lexicon_words()) >= 130
-    assert len(corpus.tgt_vocab) >= 200
+    assert len(data.lexicon_words()) >= 290
+    assert len(corpus.tgt_vocab) >= 400
 
 
 def test_alignment_links_every_token_and_glosses_content_words(pairs: list[Pair]) -> None:
