@@ -56,6 +56,10 @@ class Vocab:
             raise ValueError(f"sentences must not contain the special tokens, found {clash}")
         return cls((*SPECIALS, *sorted(tokens)))
 
+    def __reduce__(self) -> tuple[type[Vocab], tuple[tuple[str, ...]]]:
+        # pickled as its token list (the lookup table is rebuilt): worker processes need it
+        return (Vocab, (self.itos,))
+
     def __len__(self) -> int:
         return len(self.itos)
 

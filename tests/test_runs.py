@@ -1,0 +1,95 @@
+"""attnlib.runs: runs trained in worker processes give the numbers of runs trained in turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from attnlib import data
+from attnlib.runs import Run, default_workers, train_runs
+from attnlib.seq2seq import Seq2Seq, Seq2SeqConfig
+from attnlib.training import train_seq2seq, translate
+from attnlib.transformer import TransformerConfig
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Any:
+    return data.make_corpus(seed=0, n_pairs=400, difficulty=1, max_src_len=12)
+
+
+def make_runs(corpus: Any) -> list[Run]:
+    gru = Seq2SeqConfig(len(corpus.src_vocab), len(corpus.tgt_vocab), embed_dim=16,
+                        hidden_size=16, attention_size=16, max_src_len=24)
+    fixed = Seq2SeqConfig(len(corpus.src_vocab), len(corpus.tgt_vocab), embed_dim=16,
+                          hidden_size=16, attention_size=16, max_src_len=24, use_attention=False)
+    transformer = TransformerConfig(len(corpus.src_vocab), len(corpus.tgt_vocab), d_model=16,
+                                    num_heads=2, num_encoder_layers=1, num_decoder_layers=1,
+                                    d_ff=32, dropout=0.1, max_len=64)
+    seq2seq_options = {"epochs": 2, "batch_size": 16, "lr": 1e-2, "lr_schedule": "cosine",
+                       "seed": 5, "by_length": True}
+    return [
+        Run("attention", gru, 1, seq2seq_options),
+        Run("fixed", fixed, 2, seq2seq_options),
+        Run("transformer", transformer, 3, {"epochs": 2, "batch_size": 16, "warmup": 10,
+                                            "seed": 7}),
+    ]
+
+
+def test_workers_give_the_numbers_of_one_process(corpus: Any) -> None:
+    runs = make_runs(corpus)
+    sources = [p.src for p in corpus.test[:20]]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the workers take the caller's count; 2 workers on 2 cores
+    try:
+        alone = train_runs(runs, corpus.train[:160], corpus.src_vocab, corpus.tgt_vocab,
+                           sources=sources, workers=1)
+        parallel = train_runs(runs, corpus.train[:160], corpus.src_vocab, corpus.tgt_vocab,
+                              sources=sources, workers=2)
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(alone, parallel, strict=True):
+        assert a.run is b.run
+        assert a.history.losses == b.history.losses
+        state_a, state_b = a.model.state_dict(), b.model.state_dict()
+        assert state_a.keys() == state_b.keys()
+        for key in state_a:
+            assert torch.equal(state_a[key], state_b[key]), key
+        assert [t.tokens for t in a.translations] == [t.tokens for t in b.translations]
+        for ta, tb in zip(a.translations, b.translations, strict=True):
+            assert torch.equal(ta.weights, tb.weights)
+    # different runs really are different models
+    assert alone[0].history.losses != alone[1].history.losses
+
+
+def test_a_run_is_the_run_a_notebook_would_train(corpus: Any) -> None:
+    (run,) = make_runs(corpus)[:1]
+    (result,) = train_runs([run], corpus.train, corpus.src_vocab, corpus.tgt_vocab,
+                           sources=[corpus.test[0].src], workers=1)
+    torch.manual_seed(run.init_seed)
+    model = Seq2Seq(run.config)  # type: ignore[arg-type]
+    history = train_seq2seq(model, corpus.train, corpus.src_vocab, corpus.tgt_vocab,
+                            **run.options)
+    assert history.losses == result.history.losses
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, result.model.state_dict()[key]), key
+    (expected,) = translate(model, [corpus.test[0].src], corpus.src_vocab, corpus.tgt_vocab)
+    assert result.translations[0].tokens == expected.tokens
+
+
+def test_bad_arguments(corpus: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    args = (corpus.train, corpus.src_vocab, corpus.tgt_vocab)
+    with pytest.raises(ValueError, match="runs must hold at least one Run"):
+        train_runs([], *args)
+    with pytest.raises(TypeError, match=r"runs\[0\] must be a Run, got dict"):
+        train_runs([{}], *args)  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"runs\[0\]\.config must be a Seq2SeqConfig"):
+        train_runs([Run("x", {}, 0)], *args)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
+        train_runs(make_runs(corpus), *args, workers=0)
+    monkeypatch.setenv("ATTNLIB_WORKERS", "three")
+    with pytest.raises(ValueError, match="ATTNLIB_WORKERS must be a positive integer, got 'three'"):
+        default_workers()
+    monkeypatch.setenv("ATTNLIB_WORKERS", "3")
+    assert default_workers() == 3
