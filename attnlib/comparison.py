@@ -27,7 +27,7 @@ from torch import nn
 
 from attnlib._checks import check_int, check_positive
 from attnlib.data import TokenPair
-from attnlib.training import LengthBLEU, length_groups
+from attnlib.training import LengthBLEU, _as_text, _reference_streams, length_groups
 
 __all__ = [
     "ReferenceBLEU",
@@ -106,10 +106,6 @@ def tokens_per_second(pairs: Sequence[TokenPair], epochs: int, seconds: float) -
     return epochs * training_tokens(pairs) / seconds
 
 
-def _text(sentence: str | Sequence[str]) -> str:
-    return sentence if isinstance(sentence, str) else " ".join(sentence)
-
-
 class ReferenceBLEU:
     """Corpus BLEU against the references of one test set, the references prepared once.
 
@@ -133,15 +129,7 @@ class ReferenceBLEU:
 
         if len(reference_sets) == 0:
             raise ValueError("reference_sets is empty: ReferenceBLEU needs at least one sentence")
-        for i, refs in enumerate(reference_sets):
-            if isinstance(refs, str) or len(refs) == 0:
-                raise ValueError(f"reference_sets[{i}] must be a non-empty sequence of "
-                                 f"sentences, got {refs!r}")
-        width = max(len(refs) for refs in reference_sets)
-        streams = [[_text(refs[k]) if k < len(refs) else None for refs in reference_sets]
-                   for k in range(width)]
-        # sacrebleu skips a None reference (its type hints do not say so)
-        self._metric: Any = cast(Any, BLEU(references=cast(Any, streams)))
+        self._metric: Any = cast(Any, BLEU(references=_reference_streams(reference_sets)))
         self._info: list[Any] = list(self._metric._ref_cache)
 
     def __len__(self) -> int:
@@ -152,7 +140,7 @@ class ReferenceBLEU:
             raise ValueError(f"hypotheses must have one sentence per reference set "
                              f"({len(self._info)}), got {len(hypotheses)}")
         metric = self._metric
-        return [metric._compute_segment_statistics(metric._preprocess_segment(_text(h)), info)
+        return [metric._compute_segment_statistics(metric._preprocess_segment(_as_text(h)), info)
                 for h, info in zip(hypotheses, self._info, strict=True)]
 
     def bleu(self, hypotheses: Sequence[str | Sequence[str]]) -> float:

@@ -30,10 +30,18 @@ from torch import nn
 
 from attnlib._checks import check_int
 from attnlib.data import TokenPair, Vocab
+from attnlib.decoding import greedy_decode as transformer_greedy_decode
 from attnlib.progress import progress
 from attnlib.seq2seq import Seq2Seq, Seq2SeqConfig
 from attnlib.seq2seq import greedy_decode as seq2seq_greedy_decode
-from attnlib.training import History, Translation, train_seq2seq, train_transformer, translate
+from attnlib.training import (
+    GreedyDecoder,
+    History,
+    Translation,
+    train_seq2seq,
+    train_transformer,
+    translate,
+)
 from attnlib.transformer import Transformer, TransformerConfig
 
 __all__ = ["Run", "RunResult", "default_workers", "train_runs"]
@@ -106,17 +114,14 @@ def _train_one(run: Run) -> tuple[dict[str, torch.Tensor], History, list[Transla
     shared = _SHARED
     assert shared is not None, "the worker was not initialised"
     model = run.build()
-    options = dict(run.options)
     if isinstance(run.config, Seq2SeqConfig):
         history: History = train_seq2seq(model, shared.pairs, shared.src_vocab,
-                                         shared.tgt_vocab, **options)
-        decode = seq2seq_greedy_decode
+                                         shared.tgt_vocab, **run.options)
+        decode: GreedyDecoder = seq2seq_greedy_decode
     else:
-        from attnlib.decoding import greedy_decode
-
         history = train_transformer(model, shared.pairs, shared.src_vocab, shared.tgt_vocab,
-                                    **options)
-        decode = greedy_decode  # type: ignore[assignment]
+                                    **run.options)
+        decode = transformer_greedy_decode
     translations = (translate(model, list(shared.sources), shared.src_vocab, shared.tgt_vocab,
                               decode=decode) if shared.sources else [])
     return model.state_dict(), history, translations
@@ -151,6 +156,9 @@ def train_runs(
 
     With ``workers`` = 1 the runs are trained one after another in this process; with more,
     in that many worker processes (at most one per run). The numbers are the same either way.
+    Each model is built with :meth:`Run.build`, which calls ``torch.manual_seed(init_seed)``:
+    afterwards the caller's global torch generator is in the state that seed leaves, as it
+    would be after building the models in the notebook.
 
     Args:
         runs: the runs; their names need not be unique.

@@ -15,7 +15,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -330,16 +330,27 @@ def multi_reference_bleu(
     import sacrebleu
 
     _check_parallel(hypotheses, reference_sets)
+    streams = _reference_streams(reference_sets)
+    result = sacrebleu.corpus_bleu([_as_text(h) for h in hypotheses], streams)
+    return float(result.score)
+
+
+def _reference_streams(reference_sets: Sequence[Sequence[str | Sequence[str]]]) -> Any:
+    """sacrebleu's reference streams: stream k holds reference k of every sentence, or None.
+
+    Shared by :func:`multi_reference_bleu` and :class:`attnlib.comparison.ReferenceBLEU`.
+
+    Raises:
+        ValueError: if a set is a string or empty.
+    """
     for i, refs in enumerate(reference_sets):
         if isinstance(refs, str) or len(refs) == 0:
             raise ValueError(f"reference_sets[{i}] must be a non-empty sequence of sentences, "
                              f"got {refs!r}")
     width = max(len(refs) for refs in reference_sets)
-    streams = [[_as_text(refs[k]) if k < len(refs) else None for refs in reference_sets]
-               for k in range(width)]
     # sacrebleu skips a None reference (its type hints do not say so)
-    result = sacrebleu.corpus_bleu([_as_text(h) for h in hypotheses], cast(Any, streams))
-    return float(result.score)
+    return [[_as_text(refs[k]) if k < len(refs) else None for refs in reference_sets]
+            for k in range(width)]
 
 
 def exact_match_any(
