@@ -7,6 +7,7 @@ so a reader who passes the wrong shape learns which tensor and which dimension i
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 
 import torch
@@ -107,6 +108,24 @@ def check_int(name: str, value: object, minimum: int | None = None) -> int:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def positive_int_from_env(name: str, default: int) -> int:
+    """The positive integer in environment variable ``name``, or ``default`` if it is unset.
+
+    Raises:
+        ValueError: if the variable is set to anything but a positive integer.
+    """
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {raw!r}")
     return value
 
 

@@ -8,11 +8,12 @@ a 2-core CI machine and on a 16-core laptop.
 
 from __future__ import annotations
 
-import os
 import random
 
 import numpy as np
 import torch
+
+from attnlib._checks import positive_int_from_env
 
 DEFAULT_NUM_THREADS = 2
 
@@ -32,11 +33,7 @@ def reproducible(seed: int = 0, num_threads: int | None = None) -> int:
         ValueError: if ``num_threads`` (or ``ATTNLIB_NUM_THREADS``) is not a positive integer.
     """
     if num_threads is None:
-        raw = os.environ.get("ATTNLIB_NUM_THREADS", str(DEFAULT_NUM_THREADS))
-        try:
-            num_threads = int(raw)
-        except ValueError:
-            raise ValueError(f"ATTNLIB_NUM_THREADS must be a positive integer, got {raw!r}") from None
+        num_threads = positive_int_from_env("ATTNLIB_NUM_THREADS", DEFAULT_NUM_THREADS)
     if num_threads < 1:
         raise ValueError(f"num_threads must be a positive integer, got {num_threads}")
     random.seed(seed)

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnlib._checks import check_int
+from attnlib._checks import check_int, positive_int_from_env
 from attnlib.data import TokenPair, Vocab
 from attnlib.decoding import greedy_decode as transformer_greedy_decode
 from attnlib.progress import progress
@@ -130,16 +130,9 @@ def _train_one(run: Run) -> tuple[dict[str, torch.Tensor], History, list[Transla
 def default_workers() -> int:
     """The worker count :func:`train_runs` uses by default: ``ATTNLIB_WORKERS`` if set, else
     the CPU cores this process may run on."""
-    raw = os.environ.get("ATTNLIB_WORKERS")
-    if raw is not None:
-        try:
-            workers = int(raw)
-        except ValueError:
-            raise ValueError(f"ATTNLIB_WORKERS must be a positive integer, got {raw!r}") from None
-        check_int("ATTNLIB_WORKERS", workers, minimum=1)
-        return workers
     affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    return positive_int_from_env("ATTNLIB_WORKERS", cores)
 
 
 def train_runs(

