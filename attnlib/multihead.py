@@ -2,18 +2,29 @@ r"""Multi-head attention, numerically the same as ``torch.nn.MultiheadAttention(
 
 .. math::
 
-    \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W^O,
+    \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_H)\, W^O,
     \qquad \mathrm{head}_i = \mathrm{Attention}(Q W_i^Q, K W_i^K, V W_i^V)
 
-The h heads are not h separate modules: one ``nn.Linear`` per projection computes all heads at
-once, and :func:`split_heads` cuts its D outputs into h slices of size E = D / h. Heads get
-their own dimension, (B, H, L, E); they are never folded into the batch dimension.
+(the Transformer paper writes h for the number of heads H). The H heads are not H separate
+modules: one ``nn.Linear`` per projection computes all heads at once, and :func:`split_heads`
+cuts its D outputs into H slices of size E = D / H. Heads get their own dimension,
+(B, H, L, E); they are never folded into the batch dimension.
 
-Two differences from PyTorch's module, both on purpose:
+The numbers are PyTorch's once the arguments are translated. The differences from PyTorch's
+module, all on purpose (tests/test_chapter5_equivalence.py checks each, PyTorch's side too):
 
-- ``key_padding_mask`` is True at **real tokens** (may attend), the book's one mask convention.
-  ``torch.nn.MultiheadAttention``'s ``key_padding_mask`` is True at tokens to **ignore**; its
-  boolean ``attn_mask`` is also True = forbidden. Pass PyTorch ``~mask`` for either.
+- Boolean masks are True = **may attend**, the book's one convention: ``key_padding_mask`` is
+  True at real tokens, ``attn_mask`` True where query i may attend to key j.
+  ``torch.nn.MultiheadAttention`` reads both as True = ignore: pass it ``~mask`` for either.
+- ``attn_mask`` may be (L, S), (B, L, S) or (B, H, L, S); PyTorch's wants (L, S) or
+  (B * H, L, S).
+- ``is_causal=True`` applies the causal mask here and may not be combined with ``attn_mask``.
+  In PyTorch it is only a hint that ``attn_mask`` is causal: ``attn_mask`` is required, and
+  some of its code paths apply the causal pattern instead of the mask given.
+- ``need_weights`` and ``average_attn_weights`` default to False (PyTorch: True).
+- A query that may attend to no key gets zero weights, and ``out_proj``'s bias as output;
+  PyTorch's module gives NaN there (in eval mode, and whenever it returns weights).
+- Batch first only; no ``add_bias_kv`` or ``add_zero_attn``.
 - Everything after ``value`` is keyword-only, since PyTorch's positional order
   (``key_padding_mask`` fourth) would silently mean something else here.
 """
@@ -130,8 +141,8 @@ def parameter_count(
         N = D (2D + D_k + D_v) + 4D \;[\text{bias}]
         \;\overset{D_k = D_v = D}{=}\; 4D^2 + 4D
 
-    The number of heads does not appear: splitting D features into h heads of size D / h
-    only regroups the same projections (h heads of :math:`D \times D/h` each are one
+    The number of heads does not appear: splitting D features into H heads of size D / H
+    only regroups the same projections (H heads of :math:`D \times D/H` each are one
     :math:`D \times D` matrix). ``num_heads`` is only checked to divide ``embed_dim``.
 
     Raises:
@@ -150,7 +161,7 @@ class MultiHeadAttention(nn.Module):
 
     .. math::
 
-        \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)
+        \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_H)
             W^O + b^O, \qquad
         \mathrm{head}_i = \mathrm{softmax}\!\left(
             \frac{(Q W_i^Q)(K W_i^K)^\top}{\sqrt{E}} + M \right) V W_i^V
@@ -175,10 +186,12 @@ class MultiHeadAttention(nn.Module):
       PyTorch ``~key_padding_mask``. Build it with :func:`attnlib.masking.lengths_to_mask`.
     - ``is_causal``: apply :func:`attnlib.masking.causal_mask` (L, S) here. Unlike PyTorch,
       where ``is_causal`` is only a hint that ``attn_mask`` is causal and ``attn_mask`` is
-      required, here it *is* the mask, and may not be given with ``attn_mask``.
+      required (some of its code paths then apply the causal pattern instead of the mask),
+      here it *is* the mask, and may not be given with ``attn_mask``.
 
     A query that may attend to no key gets zero attention weights, so its output is
-    ``out_proj``'s bias (PyTorch gives NaN there when asked for weights).
+    ``out_proj``'s bias (PyTorch's module gives NaN there in eval mode, and whenever it
+    returns weights).
 
     Dropout on the attention weights acts only in training mode.
 
