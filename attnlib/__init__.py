@@ -40,6 +40,7 @@ from attnlib.positional import (
 from attnlib.repro import reproducible
 from attnlib.scoring import (
     AdditiveScore,
+    AttentionPooling,
     BilinearScore,
     DotScore,
     KeyValueAttention,
@@ -60,6 +61,7 @@ from attnlib.transformer import (
 
 __all__ = [
     "AdditiveScore",
+    "AttentionPooling",
     "BilinearScore",
     "DecoderLayer",
     "DotScore",

@@ -3,8 +3,9 @@
 Four ways to score a query against a key, one interface: each is an ``nn.Module`` whose
 ``forward(query, key)`` maps queries (B, L, Eq) and keys (B, S, Ek) to scores (B, L, S).
 :class:`KeyValueAttention` turns any of them into attention: masked softmax over the keys,
-then a weighted average of the values. :func:`hard_attention` picks the single best key instead,
-which is not differentiable with respect to the scores.
+then a weighted average of the values. :class:`AttentionPooling` asks one learnable query of
+a set of inputs and returns their weighted average. :func:`hard_attention` picks the single
+best key instead, which is not differentiable with respect to the scores.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from attnlib.masking import check_mask, masked_softmax
 
 __all__ = [
     "AdditiveScore",
+    "AttentionPooling",
     "BilinearScore",
     "DotScore",
     "KeyValueAttention",
@@ -83,17 +85,17 @@ class AdditiveScore(nn.Module):
         a(\mathbf q, \mathbf k) = \mathbf w_v^\top \tanh(\mathbf W_q \mathbf q
             + \mathbf W_k \mathbf k + \mathbf b)
 
-    with :math:`\mathbf W_q \in \mathbb R^{h \times E_q}`,
-    :math:`\mathbf W_k \in \mathbb R^{h \times E_k}`, :math:`\mathbf w_v \in \mathbb R^h`, and
-    :math:`\mathbf b \in \mathbb R^h` only if ``bias``. Queries and keys may differ in size.
-    The learnable parameters number :math:`h(E_q + E_k + 1)`, plus :math:`h` with a bias. The
-    bias sits in ``q_proj`` only: a second one in ``k_proj`` would add to the same sum inside
-    the tanh, one bias counted twice.
+    with :math:`\mathbf W_q \in \mathbb R^{d_h \times E_q}`,
+    :math:`\mathbf W_k \in \mathbb R^{d_h \times E_k}`, :math:`\mathbf w_v \in \mathbb R^{d_h}`,
+    and :math:`\mathbf b \in \mathbb R^{d_h}` only if ``bias``. Queries and keys may differ in
+    size. The learnable parameters number :math:`d_h(E_q + E_k + 1)`, plus :math:`d_h` with a
+    bias. The bias sits in ``q_proj`` only: a second one in ``k_proj`` would add to the same
+    sum inside the tanh, one bias counted twice.
 
     Args:
         query_size: Eq, the size of a query.
         key_size: Ek, the size of a key.
-        hidden_size: h, the size of the hidden layer.
+        hidden_size: :math:`d_h`, the size of the hidden layer (``h`` in the shape comments).
         bias: whether to learn the bias :math:`\mathbf b`.
 
     Shape:
@@ -253,6 +255,57 @@ class KeyValueAttention(nn.Module):
         return weights @ value, weights  # (B, L, Ev), (B, L, S)
 
 
+class AttentionPooling(nn.Module):
+    r"""Attention pooling with a learnable query: a set of inputs summarised by one vector.
+
+    .. math::
+
+        \mathbf c = \sum_{n=1}^{S} \alpha_n \mathbf x_n, \qquad
+        \alpha_n = \operatorname{softmax}_n \frac{\mathbf q^\top \mathbf x_n}{\sqrt E}
+
+    The query :math:`\mathbf q` is a parameter, the same for every example, trained with the
+    model; the inputs are both the keys and the values. This is :class:`KeyValueAttention`
+    with a :class:`ScaledDotScore` and a single query, and equal to
+    :func:`attnlib.attention.scaled_dot_product_attention` with query ``q`` (B, 1, E) and
+    key = value = ``inputs``. The query starts at zero, so an untrained pooling gives every
+    input the weight :math:`1/S`: average pooling. Inputs where ``mask`` is False get weight 0;
+    an example with no valid input gets zero weights and a zero vector.
+
+    Args:
+        input_size: E, the size of an input and of the query.
+
+    Shape:
+        - inputs: (B, S, E)
+        - mask: bool (B, S), True = a real input; optional
+        - output: (B, E), the pooled vectors
+        - weights: (B, S)
+
+    Raises:
+        ValueError: if ``input_size`` < 1; in ``forward``, if ``inputs`` is not (B, S, E) with
+            E = ``input_size``, or ``mask`` is not (B, S).
+        TypeError: if ``input_size`` is not an int; in ``forward``, if ``inputs`` is not a
+            floating-point tensor of the query's dtype, or ``mask`` is not a bool tensor.
+    """
+
+    def __init__(self, input_size: int):
+        super().__init__()
+        _check_sizes(input_size=input_size)
+        # Zero at first: all scores 0, so training starts from average pooling.
+        self.query = nn.Parameter(torch.zeros(input_size))  # (E,)
+        self.attention = KeyValueAttention(ScaledDotScore())
+
+    def forward(
+        self, inputs: Tensor, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        _check_pooling_args(inputs, mask, self.query)
+        query = self.query.expand(len(inputs), 1, -1)  # (B, 1, E): one for all
+        if mask is not None:
+            mask = mask[:, None, :]  # (B, 1, S)
+        # The inputs are both the keys and the values.
+        pooled, weights = self.attention(query, inputs, inputs, mask)
+        return pooled[:, 0], weights[:, 0]  # (B, E), (B, S)
+
+
 def hard_attention(
     scores: Tensor, value: Tensor, mask: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
@@ -289,14 +342,22 @@ def hard_attention(
             not broadcast to ``scores``.
         TypeError: if ``scores`` or ``value`` is not floating point or ``mask`` is not bool.
     """
-    _check_scores_value(scores, value)
-    mask = _check_bool_mask(mask, scores)
-    masked = scores if mask is None else torch.where(mask, scores, float("-inf"))  # (B, L, S)
-    dead = torch.isneginf(masked).all(dim=-1)  # (B, L)
-    index = masked.argmax(dim=-1).masked_fill(dead, -1)  # (B, L)
-    gather_index = index.clamp(min=0)[:, :, None].expand(-1, -1, value.shape[-1])  # (B, L, Ev)
-    output = torch.gather(value, 1, gather_index)  # (B, L, Ev)
-    return output.masked_fill(dead[:, :, None], 0.0), index
+    mask = _check_hard_attention_args(scores, value, mask)
+    if mask is not None:
+        scores = torch.where(mask, scores, float("-inf"))  # (B, L, S)
+    index = scores.argmax(dim=-1)  # (B, L): each query's best key
+    output = torch.take_along_dim(value, index[..., None], dim=1)  # (B, L, Ev)
+    return _no_key_no_output(scores, output, index)
+
+
+def _no_key_no_output(scores: Tensor, output: Tensor, index: Tensor) -> tuple[Tensor, Tensor]:
+    """A query whose scores are all -inf (every key masked) gets index -1 and a zero output.
+
+    The argmax of such a row is an arbitrary key; its value is replaced by zeros, so that no
+    gradient reaches it either.
+    """
+    dead = torch.isneginf(scores).all(dim=-1)  # (B, L)
+    return output.masked_fill(dead[:, :, None], 0.0), index.masked_fill(dead, -1)
 
 
 def _check_key_value(key: Tensor, value: Tensor) -> None:
@@ -312,8 +373,14 @@ def _check_key_value(key: Tensor, value: Tensor) -> None:
         )
 
 
+def _check_hard_attention_args(scores: Tensor, value: Tensor, mask: Tensor | None) -> Tensor | None:
+    """The argument checks of :func:`hard_attention`; returns the mask, typed."""
+    _check_scores_value(scores, value)
+    return _check_bool_mask(mask, scores)
+
+
 def _check_scores_value(scores: Tensor, value: Tensor) -> None:
-    """The argument checks of :func:`hard_attention`."""
+    """Scores (B, L, S) and values (B, S, Ev) that agree in B and S."""
     check_tensor("scores", scores)
     check_tensor("value", value)
     check_floating("scores", scores)
@@ -324,6 +391,33 @@ def _check_scores_value(scores: Tensor, value: Tensor) -> None:
         raise ValueError(
             f"scores (B, L, S) and value (B, S, Ev) must agree in B and S, got scores of shape "
             f"{shape_str(scores.shape)} and value of shape {shape_str(value.shape)}"
+        )
+
+
+def _check_pooling_args(inputs: Tensor, mask: Tensor | None, query: Tensor) -> None:
+    """The argument checks of :meth:`AttentionPooling.forward`."""
+    check_tensor("inputs", inputs)
+    check_floating("inputs", inputs)
+    check_ndim("inputs", inputs, 3, "(B, S, E)")
+    if inputs.shape[-1] != query.shape[0]:
+        raise ValueError(
+            f"inputs must have shape (B, S, E) with E = input_size = {query.shape[0]}, "
+            f"got shape {shape_str(inputs.shape)}"
+        )
+    if inputs.dtype != query.dtype:
+        raise TypeError(
+            f"inputs must have the dtype of the learnable query, {query.dtype}, got "
+            f"{inputs.dtype}; convert the module with .to(dtype) or the inputs"
+        )
+    if mask is None:
+        return
+    check_tensor("mask", mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor (True = a real input), got dtype {mask.dtype}")
+    if mask.shape != inputs.shape[:2]:
+        raise ValueError(
+            f"mask must have shape (B, S) = {shape_str(inputs.shape[:2])}, the first two "
+            f"dimensions of inputs, got shape {shape_str(mask.shape)}"
         )
 
 

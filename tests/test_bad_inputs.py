@@ -344,6 +344,15 @@ CATALOGUE: list[BadInput] = [
     BadInput("hard_attention:integer-value", sc.hard_attention,
          lambda: sc.hard_attention(_ones(2, 3, 5), torch.ones(2, 5, 6, dtype=torch.long)),
          T, "value", "torch.int64", "floating-point"),
+    BadInput("AttentionPooling:input-size", sc.AttentionPooling,
+         lambda: sc.AttentionPooling(4)(_ones(2, 3, 5)),
+         V, "inputs", "(2, 3, 5)", "E = input_size = 4"),
+    BadInput("AttentionPooling:mask-shape", sc.AttentionPooling,
+         lambda: sc.AttentionPooling(4)(_ones(2, 3, 4), torch.ones(2, 1, 3, dtype=torch.bool)),
+         V, "mask", "(2, 1, 3)", "(B, S) = (2, 3)"),
+    BadInput("AttentionPooling:inputs-dtype", sc.AttentionPooling,
+         lambda: sc.AttentionPooling(4)(_ones(2, 3, 4, dtype=F64)),
+         T, "inputs", "torch.float64", "dtype of the learnable query, torch.float32"),
     # --- multihead --------------------------------------------------------------------------
     BadInput("MultiHeadAttention:heads-do-not-divide", mh.MultiHeadAttention,
          lambda: mh.MultiHeadAttention(10, 3),
@@ -495,6 +504,12 @@ CATALOGUE: list[BadInput] = [
     BadInput("key_retrieval_task:negative-noise", data.key_retrieval_task,
          lambda: data.key_retrieval_task(2, noise=-1.0),
          V, "noise", "-1.0", "finite and >= 0"),
+    BadInput("object_region_task:one-feature", data.object_region_task,
+         lambda: data.object_region_task(2, feature_size=1),
+         V, "feature_size", "got 1", ">= 2"),
+    BadInput("object_region_task:nan-objectness", data.object_region_task,
+         lambda: data.object_region_task(2, objectness=float("nan")),
+         V, "objectness", "got nan", "finite number"),
     BadInput("copy_task:no-symbols", data.copy_task,
          lambda: data.copy_task(4, num_symbols=0),
          V, "num_symbols", "got 0", ">= 1"),
@@ -872,6 +887,14 @@ def _qkv(B: int, L: int, S: int, E: int, dtype: torch.dtype) -> tuple[Tensor, Te
             _hard(B, S, E, dtype=dtype, seed=3))
 
 
+def _pooling(inputs: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """AttentionPooling with a query of 100s on inputs of +-100: scores up to E * 1e4 / sqrt(E)."""
+    pool = sc.AttentionPooling(inputs.shape[-1]).to(inputs.dtype)
+    with torch.no_grad():
+        pool.query.fill_(100.0)
+    return pool(inputs, mask)
+
+
 def _both_paths(*args: object, **kwargs: object) -> tuple[object, object]:
     """scaled_dot_product_attention through PyTorch's kernel and the explicit weights."""
     fused = at.scaled_dot_product_attention(*args, **kwargs)
@@ -1009,6 +1032,8 @@ def _sweep_for(dtype: torch.dtype) -> list[Sweep]:
               lambda: sc.KeyValueAttention(sc.ScaledDotScore())(q, k, v, dead)),
         Sweep(f"hard_attention:dead-row:{name}", sc.hard_attention,
               lambda: sc.hard_attention(scores, v, dead)),
+        Sweep(f"AttentionPooling:big-and-empty-example:{name}", sc.AttentionPooling,
+              lambda: _pooling(k, _dead_row_mask(2, 5))),
         # multihead
         Sweep(f"split_heads:{name}", mh.split_heads, lambda: mh.split_heads(x, 2)),
         Sweep(f"merge_heads:{name}", mh.merge_heads, lambda: mh.merge_heads(mh.split_heads(x, 4))),
@@ -1153,6 +1178,8 @@ def _other_cases() -> list[Sweep]:
                              "finite in torch.float32, got 1e-39"),
         Sweep("key_retrieval_task:big-mapping", data.key_retrieval_task,
               lambda: data.key_retrieval_task(3, mapping=torch.eye(8, dtype=F64) * 1e4, noise=0.0)),
+        Sweep("object_region_task:big-shifts", data.object_region_task,
+              lambda: data.object_region_task(3, objectness=1e4, separation=-1e4).inputs),
         Sweep("median_times", ef.median_times, lambda: ef.median_times(lambda: None, repeats=1)),
         Sweep("flop_crossover", cx.flop_crossover,
               lambda: [cx.flop_crossover(t, 512) for t in ("recurrent", "convolutional")]),

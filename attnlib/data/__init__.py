@@ -11,7 +11,8 @@ on a CPU. One idea a module:
 * ``attnlib.data.corpus``: sampling at a difficulty, the held-out-combination splits;
 * ``attnlib.data.vocab``: vocabularies and the special tokens;
 * ``attnlib.data.batching``: padding and (length-bucketed) teacher-forcing batches;
-* ``attnlib.data.tasks``: copying, reversal and key-value retrieval.
+* ``attnlib.data.tasks``: copying, reversal, key-value retrieval and an object among image
+  regions.
 
 Every name is importable from :mod:`attnlib.data` itself.
 """
@@ -64,7 +65,14 @@ from attnlib.data.lexicon import (
     VerbForms,
     lexicon_words,
 )
-from attnlib.data.tasks import RetrievalTask, copy_task, key_retrieval_task, reverse_task
+from attnlib.data.tasks import (
+    RegionTask,
+    RetrievalTask,
+    copy_task,
+    key_retrieval_task,
+    object_region_task,
+    reverse_task,
+)
 from attnlib.data.vocab import (
     BOS,
     BOS_ID,
@@ -85,8 +93,8 @@ __all__ = [
     "MAX_REFERENCES", "NOTE_EXAMPLE", "PAD", "PAD_ID", "PEOPLE", "PLACES",
     "PRONOUNS", "SPECIALS", "TENSES", "THINGS", "TIMES", "UNK", "UNK_ID", "VERBS", "Batch",
     "Clause", "Connective", "Corpus", "Difficulty", "NounPhrase", "Pair", "Place", "Pronoun",
-    "RelativeClause", "RetrievalTask", "Sentence", "Splits", "Tense", "Thing", "TimeWord",
+    "RegionTask", "RelativeClause", "RetrievalTask", "Sentence", "Splits", "Tense", "Thing", "TimeWord",
     "TokenPair", "Verb", "VerbForms", "Vocab", "batches", "classes_of", "copy_task",
-    "generate_pairs", "iter_subtrees", "key_retrieval_task", "lexicon_words", "make_corpus",
+    "generate_pairs", "iter_subtrees", "key_retrieval_task", "lexicon_words", "make_corpus", "object_region_task",
     "pad_batch", "realize", "reference_count", "references", "reverse_task", "sample_sentence", "source_length", "split",
 ]

@@ -1,4 +1,5 @@
-"""Synthetic tasks: copying and reversing symbol sequences, and key-value retrieval (chapter 2)."""
+"""Synthetic tasks: copying and reversing symbol sequences; key-value retrieval and an object
+among image regions (chapter 2)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from torch import Tensor
 
 from attnlib._checks import shape_str
 
-__all__ = ["RetrievalTask", "copy_task", "key_retrieval_task", "reverse_task"]
+__all__ = [
+    "RegionTask",
+    "RetrievalTask",
+    "copy_task",
+    "key_retrieval_task",
+    "object_region_task",
+    "reverse_task",
+]
 
 
 def _check_int(name: str, value: int, low: int) -> None:
@@ -176,3 +184,76 @@ def key_retrieval_task(
     eps = torch.randn(n, num_keys, mapping.shape[0], generator=generator, dtype=torch.float64)
     query = key @ mapping.T + noise * eps  # (n, S, Eq)
     return RetrievalTask(query=query, key=key, value=value, mapping=mapping.clone())
+
+
+# ---------------------------------------------------------------------------------------------
+# An object in one region of an image: a task for attention pooling (chapter 2)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class RegionTask:
+    """Images as sets of region feature vectors, from :func:`object_region_task`.
+
+    Shape:
+        inputs: (n, S, E), the feature vectors of the S = grid * grid regions, row by row.
+        label: (n,) long, the class of the image's object, 0 or 1.
+        position: (n,) long, the index in [0, S) of the region that holds the object.
+    """
+
+    inputs: Tensor
+    label: Tensor
+    position: Tensor
+    grid: int
+
+
+def object_region_task(
+    n: int,
+    grid: int = 4,
+    feature_size: int = 8,
+    objectness: float = 4.0,
+    separation: float = 2.0,
+    seed: int = 0,
+) -> RegionTask:
+    r"""Images cut into regions, one of which holds an object of class 0 or 1.
+
+    Each of the ``n`` images is a grid × grid set of regions, each region a feature vector
+    :math:`\mathbf x_n \in \mathbb R^E` (in a real model, a convolutional network's features of
+    that part of the image). Every region is background noise, :math:`\mathcal N(0, \mathbf I)`,
+    except one, at a random position, which holds the object: its first feature is raised by
+    ``objectness`` (something is there) and its second by ``separation`` for class 1 or
+    lowered by it for class 0 (what it is). The label depends on that one region only, so a
+    classifier of the averaged regions sees its signal diluted S times, while attention
+    pooling can learn to look where the object is. Drawn in float64 from a private
+    ``torch.Generator`` seeded with ``seed``; the global random state is untouched.
+
+    Args:
+        n: the number of images.
+        grid: regions per side; S = grid * grid regions per image.
+        feature_size: E, the size of a region's feature vector, >= 2.
+        objectness: how much the object raises the first feature, finite.
+        separation: how much the class moves the second feature, finite.
+        seed: the seed of the generator.
+
+    Shape:
+        Returns a :class:`RegionTask` with inputs (n, S, E) float64, label (n,) and
+        position (n,), both long.
+
+    Raises:
+        TypeError: if ``n``, ``grid`` or ``feature_size`` is not an int.
+        ValueError: if ``n`` or ``grid`` is < 1, ``feature_size`` < 2, or ``objectness`` or
+            ``separation`` is not finite.
+    """
+    for name, size, low in (("n", n, 1), ("grid", grid, 1), ("feature_size", feature_size, 2)):
+        _check_int(name, size, low=low)
+    for name, shift in (("objectness", objectness), ("separation", separation)):
+        if not abs(shift) < float("inf"):
+            raise ValueError(f"{name} must be a finite number, got {shift}")
+    generator = torch.Generator().manual_seed(seed)
+    S = grid * grid
+    inputs = torch.randn(n, S, feature_size, generator=generator, dtype=torch.float64)
+    label = torch.randint(0, 2, (n,), generator=generator)  # (n,)
+    position = torch.randint(0, S, (n,), generator=generator)  # (n,)
+    image = torch.arange(n)  # (n,)
+    inputs[image, position, 0] += objectness
+    inputs[image, position, 1] += separation * (2 * label - 1).double()
+    return RegionTask(inputs=inputs, label=label, position=position, grid=grid)

@@ -13,7 +13,7 @@ TOOL = "dot"
 # (name, score, learnable parameters, sizes): attnlib's forms, as chapter 2's table writes them.
 FUNCTIONS = [
     ("additive", "<B>w</B><SUB>v</SUB><SUP>⊤</SUP> tanh(<B>W</B><SUB>q</SUB><B>q</B> + <B>W</B><SUB>k</SUB><B>k</B> + <B>b</B>)",
-     "<B>W</B><SUB>q</SUB>: <I>d</I><SUB>a</SUB>×<I>d</I><SUB>q</SUB>, <B>W</B><SUB>k</SUB>: <I>d</I><SUB>a</SUB>×<I>d</I><SUB>k</SUB>, <B>b</B>, <B>w</B><SUB>v</SUB>: <I>d</I><SUB>a</SUB>",
+     "<B>W</B><SUB>q</SUB>: <I>d</I><SUB>h</SUB>×<I>d</I><SUB>q</SUB>, <B>W</B><SUB>k</SUB>: <I>d</I><SUB>h</SUB>×<I>d</I><SUB>k</SUB>, <B>b</B>, <B>w</B><SUB>v</SUB>: <I>d</I><SUB>h</SUB>",
      "<I>d</I><SUB>q</SUB> ≠ <I>d</I><SUB>k</SUB> allowed"),
     ("dot", "<B>q</B><SUP>⊤</SUP><B>k</B>", "none", "<I>d</I><SUB>q</SUB> = <I>d</I><SUB>k</SUB>"),
     ("scaled dot", "<B>q</B><SUP>⊤</SUP><B>k</B> / √<I>d</I><SUB>k</SUB>", "none", "<I>d</I><SUB>q</SUB> = <I>d</I><SUB>k</SUB>"),
@@ -39,7 +39,7 @@ def _table() -> str:
 def render(values: dict[str, Any]) -> str:
     return graph_header("scoring_functions", rankdir="TB", nodesep=0.3, ranksep=0.3) + f"""
   subgraph cluster_additive {{
-    label=<<B>the additive scoring network</B>: one hidden layer of size <I>d</I><SUB>a</SUB>>; labeljust=l;
+    label=<<B>the additive scoring network</B>: one hidden layer of size <I>d</I><SUB>h</SUB>>; labeljust=l;
     color="#999999"; style="rounded";
     k [label=<key <B>k</B> ∈ ℝ<SUP><I>d</I><SUB>k</SUB></SUP>>, {role("key")}];
     wk [label=<<B>W</B><SUB>k</SUB><B>k</B>>, {role("op")}];
@@ -53,10 +53,10 @@ def render(values: dict[str, Any]) -> str:
     {{ rank=same; q; wq; plus; tanh; wv; a; }}
     k -> wk [label=<<I>d</I><SUB>k</SUB>>, {edge_role("key")}];
     q -> wq [label=<<I>d</I><SUB>q</SUB>>, {edge_role("query")}];
-    wk -> plus [label=<  <I>d</I><SUB>a</SUB>>];
-    wq -> plus [label=<<I>d</I><SUB>a</SUB>>];
-    plus -> tanh [label=<<I>d</I><SUB>a</SUB>>];
-    tanh -> wv [label=<<I>d</I><SUB>a</SUB>>];
+    wk -> plus [label=<  <I>d</I><SUB>h</SUB>>];
+    wq -> plus [label=<<I>d</I><SUB>h</SUB>>];
+    plus -> tanh [label=<<I>d</I><SUB>h</SUB>>];
+    tanh -> wv [label=<<I>d</I><SUB>h</SUB>>];
     wv -> a [label="1"];
   }}
   subgraph cluster_four {{
