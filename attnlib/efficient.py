@@ -310,3 +310,53 @@ def _check_timing_args(
         raise ValueError(f"clock='thread' measures the calling thread only and needs one thread, "
                          f"got {threads} threads (pass num_threads=1)")
     return repeats, warmup, threads
+
+
+def cpu_caches(root: str | os.PathLike[str] = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
+    """The data caches of the first processor core, in bytes, as Linux reports them.
+
+    Read from sysfs: each ``index*`` directory under ``root`` holds the cache's ``level``,
+    ``type`` and ``size`` (such as ``32K``). Instruction caches are left out; a level-1 data
+    cache is named ``"L1d"``, a unified cache ``"L2"``, ``"L3"``. A size is the whole cache,
+    whether one core has it or several share it. Where the files do not exist (not Linux, or a
+    container that hides them) the result is empty, so a caller must not rely on it.
+
+    Returns:
+        ``{name: bytes}`` in order of level, such as ``{"L1d": 32768, "L2": 1048576,
+        "L3": 33554432}``.
+
+    Raises:
+        TypeError: if ``root`` is not a path.
+    """
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root must be a path (str or os.PathLike), got {type(root).__name__}")
+    caches: dict[int, tuple[str, int]] = {}
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except OSError:
+        return {}
+    for entry in entries:
+        if not entry.name.startswith("index"):
+            continue
+        try:
+            level, kind, size = (_read_text(os.path.join(entry.path, name))
+                                 for name in ("level", "type", "size"))
+        except OSError:
+            continue
+        nbytes = _cache_size_bytes(size)
+        if kind == "Instruction" or not level.isdigit() or nbytes is None:
+            continue
+        caches[int(level)] = (f"L{level}d" if kind == "Data" else f"L{level}", nbytes)
+    return dict(caches[level] for level in sorted(caches))
+
+
+def _read_text(path: str) -> str:
+    with open(path) as file:
+        return file.read().strip()
+
+
+def _cache_size_bytes(size: str) -> int | None:
+    """``"32K"`` -> 32768; None for a size sysfs would not write."""
+    factor = {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1:], 1)
+    digits = size[:-1] if factor > 1 else size
+    return int(digits) * factor if digits.isdigit() else None

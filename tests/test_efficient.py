@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlib.efficient import (
+    cpu_caches,
     median_times,
     naive_attention,
     online_softmax,
@@ -179,3 +180,34 @@ def test_median_times_thread_clock_ignores_sleep_and_restores_threads():
     cpu, = median_times(sleep, repeats=2, clock="thread", num_threads=1)
     assert wall >= 0.02 > 0.01 > cpu  # a sleeping thread uses no CPU time
     assert seen[-1] == 1 and torch.get_num_threads() == before
+
+
+def _fake_cache(root, index, level, kind, size):
+    directory = root / f"index{index}"
+    directory.mkdir()
+    for name, text in (("level", level), ("type", kind), ("size", size)):
+        (directory / name).write_text(f"{text}\n")
+
+
+def test_cpu_caches_reads_data_caches_in_order_of_level(tmp_path):
+    _fake_cache(tmp_path, 3, 3, "Unified", "32768K")
+    _fake_cache(tmp_path, 0, 1, "Data", "48K")
+    _fake_cache(tmp_path, 1, 1, "Instruction", "32K")
+    _fake_cache(tmp_path, 2, 2, "Unified", "2M")
+    (tmp_path / "uevent").write_text("")  # not a cache: ignored
+    caches = cpu_caches(tmp_path)
+    assert caches == {"L1d": 48 * 2**10, "L2": 2 * 2**20, "L3": 32 * 2**20}
+    assert list(caches) == ["L1d", "L2", "L3"]
+    assert cpu_caches(str(tmp_path)) == caches
+
+
+def test_cpu_caches_is_empty_where_the_system_says_nothing(tmp_path):
+    assert cpu_caches(tmp_path / "missing") == {}
+    _fake_cache(tmp_path, 0, 1, "Data", "unknown")  # an unreadable size is left out
+    (tmp_path / "index1").mkdir()  # a cache directory without its files
+    assert cpu_caches(tmp_path) == {}
+
+
+def test_cpu_caches_bad_input():
+    with pytest.raises(TypeError, match=r"root must be a path .* got int"):
+        cpu_caches(3)  # type: ignore[arg-type]
