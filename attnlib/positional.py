@@ -101,10 +101,11 @@ def sinusoidal_encoding(
     check_int("max_len", max_len, minimum=0)
     _check_even("d_model", d_model)
     check_positive("base", base)
-    pos = torch.arange(max_len, dtype=torch.float64, device=device)  # (max_len,)
-    angles = pos[:, None] * _frequencies(d_model, base, device)[None, :]  # (max_len, D/2)
-    pe = torch.stack((angles.sin(), angles.cos()), dim=-1)  # (max_len, D/2, 2)
-    return pe.reshape(max_len, d_model).to(dtype)  # (max_len, D): sin, cos, sin, cos, ...
+    pos = torch.arange(max_len, dtype=torch.float64, device=device)  # (L,)
+    omega = _frequencies(d_model, base, device)  # (D/2,)
+    angles = pos[:, None] * omega[None, :]  # (L, D/2), L = max_len
+    pe = torch.stack((angles.sin(), angles.cos()), dim=-1)  # (L, D/2, 2)
+    return pe.reshape(max_len, d_model).to(dtype)  # (L, D): sin, cos, sin, ...
 
 
 def relative_shift_matrix(
@@ -154,8 +155,8 @@ def relative_shift_matrix(
     check_positive("base", base)
     angle = k * _frequencies(d_model, base, device)  # (D/2,)
     cos, sin = angle.cos(), angle.sin()
-    m = torch.zeros(d_model, d_model, dtype=torch.float64, device=device)  # (D, D)
-    i = torch.arange(0, d_model, 2, device=device)  # (D/2,) first row/column of each block
+    m = torch.zeros(d_model, d_model, dtype=torch.float64, device=device)
+    i = torch.arange(0, d_model, 2, device=device)  # (D/2,): each block's first index
     m[i, i], m[i, i + 1] = cos, sin
     m[i + 1, i], m[i + 1, i + 1] = -sin, cos
     return m.to(dtype)  # (D, D)
@@ -275,9 +276,10 @@ class LearnedPositionalEmbedding(nn.Module):
         L = x.shape[1]
         if offset + L > self.max_len:
             raise ValueError(
-                f"positions up to offset + L - 1 = {offset + L - 1} (sequence length L = {L}, "
-                f"offset = {offset}) exceed max_len = {self.max_len} of the learned table; "
-                f"a learned embedding has no vector for positions >= max_len"
+                f"positions up to offset + L - 1 = {offset + L - 1} "
+                f"(sequence length L = {L}, offset = {offset}) exceed "
+                f"max_len = {self.max_len} of the learned table; a learned "
+                f"embedding has no vector for positions >= max_len"
             )
         positions = torch.arange(offset, offset + L, device=x.device)  # (L,)
         table: Tensor = self.embedding(positions)  # (L, D)
@@ -306,8 +308,14 @@ class RotaryPositionalEmbedding(nn.Module):
         (R_m q) \cdot (R_n k) = q^\top R_{n - m}\, k,
 
     the score depends on the positions only through n - m, and :math:`\|R_m x\| = \|x\|`.
-    Pairs are adjacent features (2i, 2i + 1) as in the RoFormer paper; GPT-NeoX and LLaMA pair
-    feature i with i + E/2 instead, which is the same up to a fixed permutation of features.
+    Pairs are adjacent features (2i, 2i + 1), as in the RoFormer paper and in Meta's reference
+    LLaMA code (which views each pair as one complex number, ``torch.view_as_complex``).
+    GPT-NeoX, and the Hugging Face port of LLaMA, pair feature i with i + E/2 instead (the
+    "half-split" layout, ``rotate_half``). The two layouts differ by a fixed permutation of the
+    features of each head, so a model trained in one runs in the other once the output
+    features of :math:`W^Q` and :math:`W^K` (the rows of the ``nn.Linear`` weights) are
+    permuted; the Hugging Face conversion of Meta's LLaMA weights does exactly that.
+
     Nothing is learned; the angles are computed per call in float64 (no cache to go stale).
 
     Args:
@@ -358,8 +366,10 @@ class RotaryPositionalEmbedding(nn.Module):
             )
         return positions
 
-    def forward(self, x: Tensor, positions: Tensor | None = None, offset: int = 0) -> Tensor:
-        """Rotate x at positions ``positions`` (default: offset, ..., offset + L - 1)."""
+    def _check_forward_args(
+        self, x: Tensor, positions: Tensor | None, offset: int
+    ) -> Tensor:
+        """Check ``x``; return the validated positions in float64, (L,) or (B, L)."""
         x = check_tensor("x", x)
         check_floating("x", x)
         check_ndim("x", x, (3, 4), "(B, L, E) or (B, H, L, E)")
@@ -368,7 +378,13 @@ class RotaryPositionalEmbedding(nn.Module):
                 f"x must have last size E = head_dim = {self.head_dim}, got shape "
                 f"{shape_str(x.shape)}"
             )
-        pos = self._positions(x, positions, offset).to(torch.float64)  # (L,) or (B, L)
+        return self._positions(x, positions, offset).to(torch.float64)
+
+    def forward(
+        self, x: Tensor, positions: Tensor | None = None, offset: int = 0
+    ) -> Tensor:
+        """Rotate x at positions ``positions`` (default: offset, ..., offset + L - 1)."""
+        pos = self._check_forward_args(x, positions, offset)  # (L,) or (B, L)
         theta = _frequencies(self.head_dim, self.base, x.device)  # (E/2,)
         angles = pos[..., None] * theta  # (L, E/2) or (B, L, E/2)
         if x.ndim == 4 and angles.ndim == 3:
