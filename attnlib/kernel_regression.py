@@ -241,8 +241,12 @@ class NadarayaWatson(nn.Module):
 
     Args:
         bandwidth: initial bandwidth, > 0.
-        kernel: ``"gaussian"`` (default), ``"boxcar"`` or ``"epanechnikov"``. Only the Gaussian
-            kernel gives a useful gradient for the bandwidth; the others are piecewise in h.
+        kernel: ``"gaussian"`` (default), ``"boxcar"`` or ``"epanechnikov"``. The Gaussian
+            weights change smoothly with h and the Epanechnikov's continuously (a key enters
+            the window with weight 0), so :func:`fit_bandwidth` can learn h. The boxcar's
+            weights are constant while the set of keys inside each window stays the same and
+            jump where it changes: its bandwidth gets no gradient, and :func:`fit_bandwidth`
+            refuses it.
 
     Shape:
         As :func:`nadaraya_watson`.
@@ -294,10 +298,12 @@ def fit_bandwidth(
 
     Shape:
         x: (N,) or (N, E); y: (N,) or (N, Ev).
+
+    Raises:
+        ValueError: ``steps`` < 1, ``lr`` <= 0, or a boxcar model (its bandwidth has no
+            gradient).
     """
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
-    check_positive("lr", lr)
+    _check_fit_args(model, steps, lr)
     mask = leave_one_out_mask(x.shape[0], x.device) if leave_one_out else None
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses: list[float] = []
@@ -311,6 +317,19 @@ def fit_bandwidth(
         losses.append(float(loss.detach()))
         bandwidths.append(float(model.bandwidth.detach()))
     return FitResult(losses=losses, bandwidths=bandwidths)
+
+
+def _check_fit_args(model: NadarayaWatson, steps: int, lr: float) -> None:
+    """The argument checks of :func:`fit_bandwidth`."""
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    check_positive("lr", lr)
+    if model.kernel == "boxcar":
+        raise ValueError(
+            "model.kernel='boxcar' cannot be fitted by gradient descent: its weights are "
+            "constant while the set of keys inside each window stays the same, so the loss "
+            "has no gradient with respect to the bandwidth; use kernel='gaussian' or "
+            "'epanechnikov', or choose the boxcar's bandwidth on a grid")
 
 
 def target_function(x: Tensor) -> Tensor:

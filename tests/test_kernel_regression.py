@@ -185,3 +185,24 @@ def test_kernel_scores_are_log_kernels(data):
         s = kernel_scores(data.x_test, data.x_train, u_scale, kernel)
         u = (data.x_test[:, None] - data.x_train[None, :])[..., None] / u_scale
         torch.testing.assert_close(s.exp(), KERNEL_FUNCTIONS[kernel](u), rtol=0, atol=1e-12)
+
+
+def test_epanechnikov_bandwidth_has_a_gradient_and_learns(data):
+    """Its weights (h² - r_i²) / Σ_j (h² - r_j²) depend on h inside a fixed window."""
+    model = NadarayaWatson(bandwidth=2.0, kernel="epanechnikov").double()
+    mask = leave_one_out_mask(40)
+    prediction, _ = model(data.x_train, data.x_train, data.y_train, attn_mask=mask)
+    (prediction - data.y_train).square().mean().backward()
+    assert model.log_bandwidth.grad is not None and abs(float(model.log_bandwidth.grad)) > 1e-3
+    result = fit_bandwidth(model, data.x_train, data.y_train, steps=100, lr=0.05)
+    assert result.losses[-1] < 0.9 * result.losses[0]
+    assert 0.1 < result.bandwidths[-1] < 1.9
+
+
+def test_boxcar_bandwidth_has_no_gradient_and_fit_refuses_it(data):
+    """Boxcar weights are 1/(keys in the window): constant in h until the window's set changes."""
+    h = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    scores = kernel_scores(data.x_test, data.x_train, h, "boxcar")
+    assert not scores.requires_grad  # no path from h to the scores, hence none to a loss
+    with pytest.raises(ValueError, match=r"model.kernel='boxcar'.*no gradient"):
+        fit_bandwidth(NadarayaWatson(kernel="boxcar").double(), data.x_train, data.y_train)
