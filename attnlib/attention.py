@@ -220,8 +220,29 @@ def scaled_dot_product_attention(
         scale = 1.0 / math.sqrt(query.shape[-1])
     if is_causal:
         attn_mask = causal_mask(L, S, device=query.device)  # (L, S)
+    return _attend(query, key, value, attn_mask, scale, dropout_p)
+
+
+def _attend(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None,
+    scale: float,
+    dropout_p: float,
+) -> tuple[Tensor, Tensor]:
+    r"""The explicit path of :func:`scaled_dot_product_attention`, without its argument checks.
+
+    :math:`\mathrm{softmax}(Q K^\top \cdot \text{scale} + M)\, V` as the formula reads, and
+    the weights. ``attn_mask`` is bool (True = may attend), float (added) or None; a query
+    whose row of the mask allows no key gets zero weights and a zero output.
+
+    Shape:
+        query (..., L, E), key (..., S, E), value (..., S, Ev), attn_mask broadcastable to
+        (..., L, S). Returns the output (..., L, Ev) and the weights (..., L, S).
+    """
     scores = query @ key.transpose(-2, -1) * scale  # (..., L, S)
-    weights = masked_softmax(scores, attn_mask)  # (..., L, S)
+    weights = masked_softmax(scores, attn_mask)  # (..., L, S), 0 where masked
     if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
+        weights = F.dropout(weights, p=dropout_p)  # a module passes 0.0 in eval
     return weights @ value, weights  # (..., L, Ev), (..., L, S)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib.attention import scaled_dot_product_attention
+from attnlib.attention import _attend, scaled_dot_product_attention
 from attnlib.masking import causal_mask, padding_mask
 
 # Deterministic in CI: the same examples on every run.
@@ -159,6 +159,29 @@ def test_need_weights_returns_weights_that_reproduce_output() -> None:
     assert torch.all(weights[..., ~causal_mask(4, 6)] == 0)
     fused = scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(fused, out, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "bool", "float"])
+def test_core_is_the_formula_and_the_explicit_path(mask_kind: str) -> None:
+    """_attend, the listing of chapter 3: softmax(Q K^T scale + M) V and the weights, and
+    exactly what the checked entry point returns with need_weights=True."""
+    q, k, v = make_qkv((2, 3), 4, 6, 8, 5, torch.float64)
+    allowed = torch.rand(2, 3, 4, 6, generator=torch.Generator().manual_seed(3)) < 0.6
+    allowed[0, 1, 2] = False  # one query may attend to no key
+    bias = torch.zeros(allowed.shape, dtype=torch.float64).masked_fill(~allowed, float("-inf"))
+    mask = {"none": None, "bool": allowed, "float": bias}[mask_kind]
+    out, weights = _attend(q, k, v, mask, 0.3, 0.0)
+    scores = q @ k.transpose(-2, -1) * 0.3  # (B, H, L, S)
+    if mask is not None:
+        scores = scores + bias
+    expected = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        expected = expected.nan_to_num(0.0)  # the empty row: zeros, not 0/0
+        assert torch.all(weights[0, 1, 2] == 0) and torch.all(out[0, 1, 2] == 0)
+    torch.testing.assert_close(weights, expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(out, expected @ v, atol=1e-12, rtol=0)
+    public = scaled_dot_product_attention(q, k, v, mask, scale=0.3, need_weights=True)
+    assert torch.equal(public[0], out) and torch.equal(public[1], weights)
 
 
 def test_broadcast_batch_dims_like_pytorch() -> None:
