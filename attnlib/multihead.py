@@ -465,7 +465,9 @@ class MultiHeadAttention(nn.Module):
             if average_attn_weights:
                 weights = weights.mean(dim=1)  # (B, L, S)
         else:
-            heads = scaled_dot_product_attention(q, k, v, mask, causal, dropout_p)  # (B, H, L, E)
+            heads = scaled_dot_product_attention(
+                q, k, v, mask, causal, dropout_p
+            )  # (B, H, L, E)
         output = self.out_proj(merge_heads(heads))  # (B, L, D)
         return output, weights
 
