@@ -2,8 +2,9 @@
 
 Chapter 5 (section "The same numbers as torch.nn.MultiheadAttention") states that the two
 modules compute the same numbers once the arguments are translated, and lists the deliberate
-differences; it keeps only the trap (PyTorch given our mask unchanged) on the page. These
-tests are the checks behind those sentences: the equality, forward and backward, on the
+differences; on the page it shows one case (a causal boolean ``attn_mask`` with a key-padding
+mask, in float64) and the trap (PyTorch given our mask unchanged). These tests are the checks
+behind those sentences: the equality, forward and backward, on the
 chapter's cases including a boolean ``attn_mask`` and ``is_causal``, and each difference,
 PyTorch's side included (if a PyTorch release changes one, a test here fails and the
 chapter's table must change with it).
