@@ -108,14 +108,19 @@ class AdditiveScore(nn.Module):
         TypeError: in ``forward``, if query or key is not a floating-point tensor.
     """
 
-    def __init__(self, query_size: int, key_size: int, hidden_size: int, bias: bool = False):
+    def __init__(
+        self, query_size: int, key_size: int, hidden_size: int, bias: bool = False
+    ):
         super().__init__()
-        _check_sizes(query_size=query_size, key_size=key_size, hidden_size=hidden_size)
+        _check_sizes(
+            query_size=query_size, key_size=key_size, hidden_size=hidden_size
+        )
         self.q_proj = nn.Linear(query_size, hidden_size, bias=bias)
         self.k_proj = nn.Linear(key_size, hidden_size, bias=False)
         # Same initialisation as nn.Linear(hidden_size, 1) would give w_v.
         bound = 1.0 / math.sqrt(hidden_size)
-        self.w_v = nn.Parameter(torch.empty(hidden_size).uniform_(-bound, bound))
+        w_v = torch.empty(hidden_size).uniform_(-bound, bound)  # (h,)
+        self.w_v = nn.Parameter(w_v)
 
     def forward(self, query: Tensor, key: Tensor) -> Tensor:
         _check_query_key(query, key, self.q_proj.in_features, self.k_proj.in_features)
@@ -165,7 +170,8 @@ class ScaledDotScore(nn.Module):
     def forward(self, query: Tensor, key: Tensor) -> Tensor:
         _check_query_key(query, key)
         _check_same_size(query, key)
-        return query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (B, L, S)
+        scale = math.sqrt(query.shape[-1])  # sqrt(E)
+        return query @ key.transpose(-2, -1) / scale  # (B, L, S)
 
 
 class BilinearScore(nn.Module):
@@ -194,7 +200,8 @@ class BilinearScore(nn.Module):
         super().__init__()
         _check_sizes(query_size=query_size, key_size=key_size)
         bound = 1.0 / math.sqrt(key_size)
-        self.weight = nn.Parameter(torch.empty(query_size, key_size).uniform_(-bound, bound))
+        weight = torch.empty(query_size, key_size).uniform_(-bound, bound)
+        self.weight = nn.Parameter(weight)  # (Eq, Ek)
 
     def forward(self, query: Tensor, key: Tensor) -> Tensor:
         _check_query_key(query, key, self.weight.shape[0], self.weight.shape[1])
