@@ -27,12 +27,10 @@ import torch
 from torch import Tensor
 
 from attnlib._checks import (
-    check_floating,
     check_int,
     check_ndim,
     check_positive,
     check_tensor,
-    shape_str,
 )
 from attnlib.attention import scaled_dot_product_attention
 from attnlib.extrapolation import LookbackConfig, LookbackModel
@@ -94,21 +92,20 @@ class ScaledRotaryEmbedding(RotaryPositionalEmbedding):
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, interpolation={self.interpolation}"
 
-    def forward(self, x: Tensor, positions: Tensor | None = None, offset: int = 0) -> Tensor:
-        x = check_tensor("x", x)
-        check_floating("x", x)
-        check_ndim("x", x, (3, 4), "(B, L, E) or (B, H, L, E)")
-        if x.shape[-1] != self.head_dim:
-            raise ValueError(f"x must have last size E = head_dim = {self.head_dim}, got shape "
-                             f"{shape_str(x.shape)}")
-        pos = self._positions(x, positions, offset).to(torch.float64) / self.interpolation
+    def forward(
+        self, x: Tensor, positions: Tensor | None = None, offset: int = 0
+    ) -> Tensor:
+        pos = self._check_forward_args(x, positions, offset)  # (L,) or (B, L)
+        pos = pos / self.interpolation  # position interpolation: m / s
         theta = _frequencies(self.head_dim, self.base, x.device)  # (E/2,)
         angles = pos[..., None] * theta  # (L, E/2) or (B, L, E/2)
         if x.ndim == 4 and angles.ndim == 3:
             angles = angles[:, None]  # (B, 1, L, E/2)
         cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
         x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., L, E/2) each
-        rotated = torch.stack((x_even * cos - x_odd * sin, x_even * sin + x_odd * cos), dim=-1)
+        rotated = torch.stack(
+            (x_even * cos - x_odd * sin, x_even * sin + x_odd * cos), dim=-1
+        )  # (..., L, E/2, 2)
         return rotated.flatten(-2)  # (..., L, E)
 
 
