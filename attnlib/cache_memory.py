@@ -35,20 +35,30 @@ def kv_cache_bytes(
 ) -> int:
     r"""Bytes of a key/value cache: :math:`2 N H_{kv} E \min(t, w) B b`.
 
-    ``bytes_per_number`` is 2 for float16/bfloat16 (how models are served), 4 for float32,
-    8 for float64.
+    ``bytes_per_number`` is 2 for float16/bfloat16, 1 for an 8-bit (FP8) cache, 4 for
+    float32, 8 for float64.
 
     Raises:
         TypeError: if an argument is not an int.
         ValueError: if a size is < 1 (``tokens`` < 0).
     """
+    _check_cache_sizes(num_layers, num_kv_heads, head_dim, tokens, batch,
+                       bytes_per_number, window)
+    kept = tokens if window is None else min(tokens, window)  # positions cached
+    per_position = 2 * num_layers * num_kv_heads * head_dim  # a key and a value
+    return per_position * kept * batch * bytes_per_number
+
+
+def _check_cache_sizes(num_layers: int, num_kv_heads: int, head_dim: int, tokens: int,
+                       batch: int, bytes_per_number: int, window: int | None) -> None:
+    """The argument checks of :func:`kv_cache_bytes`."""
     for name, value in (("num_layers", num_layers), ("num_kv_heads", num_kv_heads),
                         ("head_dim", head_dim), ("batch", batch),
                         ("bytes_per_number", bytes_per_number)):
         check_int(name, value, minimum=1)
     check_int("tokens", tokens, minimum=0)
-    kept = tokens if window is None else min(tokens, check_int("window", window, minimum=1))
-    return 2 * num_layers * num_kv_heads * head_dim * kept * batch * bytes_per_number
+    if window is not None:
+        check_int("window", window, minimum=1)
 
 
 @dataclass(frozen=True)

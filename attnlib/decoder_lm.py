@@ -148,10 +148,11 @@ class DecoderBlock(nn.Module):
         self.norm2 = nn.LayerNorm(c.d_model, dtype=dtype)
 
     def forward(
-        self, x: Tensor, attn_mask: Tensor, past: tuple[Tensor, Tensor] | None = None,
-        offset: int = 0,
+        self, x: Tensor, attn_mask: Tensor,
+        past: tuple[Tensor, Tensor] | None = None, offset: int = 0,
     ) -> tuple[Tensor, Tensor, Tensor]:
-        attended, k, v = self.attn(self.norm1(x), attn_mask, past, offset)  # (B, L, D)
+        # (B, L, D), and this block's keys and values (B, H_kv, L, E)
+        attended, k, v = self.attn(self.norm1(x), attn_mask, past, offset)
         x = x + attended
         x = x + self.feed_forward(self.norm2(x))  # (B, L, D)
         return x, k, v

@@ -45,19 +45,26 @@ def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
         ValueError: block_size < 1, or a row that is entirely :math:`-\infty`.
     """
     block_size = _check_online_softmax_args(scores, block_size)
-    running_max = torch.full(scores.shape[:-1], -math.inf, dtype=scores.dtype, device=scores.device)
+    running_max = torch.full(scores.shape[:-1], -math.inf, dtype=scores.dtype,
+                             device=scores.device)  # (...,)
     running_sum = torch.zeros_like(running_max)
     for start in range(0, scores.shape[-1], block_size):
         block = scores[..., start:start + block_size]  # (..., b)
         new_max = torch.maximum(running_max, block.amax(-1))
-        # exp(-inf - finite) = 0: the first block discards the empty running sum.
+        # exp(-inf - finite) = 0: the first block discards the empty sum.
         running_sum = running_sum * torch.exp(running_max - new_max) \
             + torch.exp(block - new_max.unsqueeze(-1)).sum(-1)
         running_max = new_max
+    _check_rows_not_all_masked(running_max)
+    weights = torch.exp(scores - running_max.unsqueeze(-1))  # (..., n)
+    return weights / running_sum.unsqueeze(-1)
+
+
+def _check_rows_not_all_masked(running_max: Tensor) -> None:
+    """Refuse a row of scores that is entirely -inf: its softmax is undefined."""
     if bool(torch.isneginf(running_max).any()):
         raise ValueError("scores has a row that is entirely -inf; its softmax is undefined "
                          "(use attnlib.masked_softmax, which returns zeros for such rows)")
-    return torch.exp(scores - running_max.unsqueeze(-1)) / running_sum.unsqueeze(-1)
 
 
 def _check_online_softmax_args(scores: Tensor, block_size: int) -> int:
@@ -71,7 +78,8 @@ def _check_online_softmax_args(scores: Tensor, block_size: int) -> int:
 
 
 def naive_attention(
-    query: Tensor, key: Tensor, value: Tensor, is_causal: bool = False, scale: float | None = None
+    query: Tensor, key: Tensor, value: Tensor, is_causal: bool = False,
+    scale: float | None = None,
 ) -> Tensor:
     r""":math:`\operatorname{softmax}(QK^\top/\sqrt E)\,V` with the full score matrix in memory.
 
@@ -87,7 +95,8 @@ def naive_attention(
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = (query @ key.transpose(-2, -1)) * scale  # (..., L, S)
     if is_causal:
-        allowed = torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device).tril()
+        allowed = torch.ones(scores.shape[-2:], dtype=torch.bool,
+                             device=scores.device).tril()  # (L, S)
         scores = scores.masked_fill(~allowed, -math.inf)
     return torch.softmax(scores, dim=-1) @ value  # (..., L, Ev)
 
@@ -125,17 +134,17 @@ def tiled_attention(
     _check_qkv(query, key, value, block_size_q, block_size_k)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     L, S = query.shape[-2], key.shape[-2]
-    in_place = not (torch.is_grad_enabled()
-                    and (query.requires_grad or key.requires_grad or value.requires_grad))
-    out = torch.empty(*query.shape[:-1], value.shape[-1], dtype=query.dtype, device=query.device)
+    grads = query.requires_grad or key.requires_grad or value.requires_grad
+    in_place = not (torch.is_grad_enabled() and grads)
+    Ev = value.shape[-1]
+    out = query.new_empty(*query.shape[:-1], Ev)  # (..., L, Ev)
     for q0 in range(0, L, block_size_q):
         q1 = min(q0 + block_size_q, L)
         q_blk = query[..., q0:q1, :] * scale  # (..., bq, E)
-        row_max = torch.full(q_blk.shape[:-1], -math.inf, dtype=query.dtype, device=query.device)
+        row_max = query.new_full(q_blk.shape[:-1], -math.inf)  # (..., bq)
         row_sum = torch.zeros_like(row_max)  # (..., bq)
-        acc = torch.zeros(*q_blk.shape[:-1], value.shape[-1], dtype=query.dtype,
-                          device=query.device)  # (..., bq, Ev)
-        # Causal: query i sees keys 0..i, so keys at or beyond q1 are never needed.
+        acc = query.new_zeros(*q_blk.shape[:-1], Ev)  # (..., bq, Ev)
+        # Causal: query i sees keys 0..i, so keys from q1 on are never needed.
         k_end = min(S, q1) if is_causal else S
         for k0 in range(0, k_end, block_size_k):
             k1 = min(k0 + block_size_k, k_end)
@@ -143,13 +152,15 @@ def tiled_attention(
             if is_causal and k1 - 1 > q0:  # the tile crosses the diagonal
                 rows = torch.arange(q0, q1, device=query.device).unsqueeze(-1)
                 cols = torch.arange(k0, k1, device=query.device)
-                s.masked_fill_(cols > rows, -math.inf)  # in place: bmm does not save its output
+                # in place: the matrix product does not save its output
+                s.masked_fill_(cols > rows, -math.inf)
             new_max = torch.maximum(row_max, s.amax(-1))  # (..., bq)
             correction = torch.exp(row_max - new_max)  # (..., bq)
-            if in_place:  # the tile s becomes p = exp(s - m'); no second tile is allocated
+            if in_place:  # s becomes p = exp(s - m'): no second tile
                 p = s.sub_(new_max.unsqueeze(-1)).exp_()  # (..., bq, bk)
                 row_sum.mul_(correction).add_(p.sum(-1))
-                acc.mul_(correction.unsqueeze(-1)).add_(p @ value[..., k0:k1, :])
+                acc.mul_(correction.unsqueeze(-1))
+                acc.add_(p @ value[..., k0:k1, :])  # (..., bq, Ev)
             else:  # autograd keeps each tile for the backward pass
                 p = torch.exp(s - new_max.unsqueeze(-1))  # (..., bq, bk)
                 row_sum = row_sum * correction + p.sum(-1)
@@ -213,7 +224,8 @@ def peak_memory(fn: Callable[[], object]) -> int:
     attention kernel does). Memory obtained outside PyTorch's allocator is not seen.
     """
     current = peak = 0
-    for nbytes in _allocations(fn):  # + for an allocation, - for a release, in time order
+    # + for an allocation, - for a release, in time order
+    for nbytes in _allocations(fn):
         current += nbytes
         peak = max(peak, current)
     return peak
@@ -272,7 +284,8 @@ def median_times(
             ``num_threads`` < 1, or ``clock="thread"`` with more than one thread.
         TypeError: an argument that is not callable.
     """
-    repeats, warmup, threads = _check_timing_args(fns, repeats, warmup, clock, num_threads)
+    repeats, warmup, threads = _check_timing_args(fns, repeats, warmup, clock,
+                                                  num_threads)
     previous = torch.get_num_threads()
     now = time.thread_time if clock == "thread" else time.perf_counter
     torch.set_num_threads(threads)

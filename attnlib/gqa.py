@@ -137,16 +137,20 @@ def grouped_query_attention(
     elif attn_mask is not None:
         check_mask("attn_mask", attn_mask, (B, H, L, S), dtype=query.dtype,
                    expected="(B, H, L, S)")
-    # Head h = j G + g of group j becomes rows g L, ..., g L + L - 1 of key/value head j.
+    # Head h = j G + g of group j becomes rows g L, ..., g L + L - 1 of
+    # key/value head j.
     q = query.reshape(B, H_kv, G * L, E)  # (B, H_kv, G L, E)
     mask = None
     if attn_mask is not None:
-        m = attn_mask.reshape((1,) * (4 - attn_mask.ndim) + tuple(attn_mask.shape))  # 4-D
-        if m.shape[1] == 1:  # the same for every head: repeat its rows for the G queries
-            mask = m.expand(m.shape[0], 1, L, S).repeat(1, 1, G, 1)  # (B or 1, 1, G L, S)
+        lead = (1,) * (4 - attn_mask.ndim)
+        m = attn_mask.reshape(lead + tuple(attn_mask.shape))  # 4-D
+        B_m = m.shape[0]  # B or 1
+        if m.shape[1] == 1:  # one mask for all heads: repeated for G queries
+            mask = m.expand(B_m, 1, L, S).repeat(1, 1, G, 1)  # (B_m, 1, G L, S)
         else:
-            mask = m.expand(m.shape[0], H, L, S).reshape(m.shape[0], H_kv, G * L, S)
-    out = scaled_dot_product_attention(q, key, value, mask)  # (B, H_kv, G L, Ev)
+            mask = m.expand(B_m, H, L, S).reshape(B_m, H_kv, G * L, S)
+    # one call for each key/value head and its G queries: (B, H_kv, G L, Ev)
+    out = scaled_dot_product_attention(q, key, value, mask)
     return out.reshape(B, H, L, Ev)  # (B, H, L, Ev)
 
 
@@ -253,7 +257,9 @@ class GroupedQueryAttention(nn.Module):
         return self.out_proj(merge_heads(heads)), k, v  # (B, L, D), (B, H_kv, L, E) x 2
 
 
-def mean_pool_kv(attention: GroupedQueryAttention, num_kv_heads: int) -> GroupedQueryAttention:
+def mean_pool_kv(
+    attention: GroupedQueryAttention, num_kv_heads: int
+) -> GroupedQueryAttention:
     r"""A copy of ``attention`` with fewer key/value heads, each the mean of a group's heads.
 
     Ainslie et al.'s conversion of a multi-head checkpoint: the key (and value) projection of
@@ -270,22 +276,31 @@ def mean_pool_kv(attention: GroupedQueryAttention, num_kv_heads: int) -> Grouped
         ValueError: if ``num_kv_heads`` does not divide the current key/value head count.
     """
     old = attention.num_kv_heads
+    _check_pooling(old, num_kv_heads)
+    w = attention.q_proj.weight
+    pooled = GroupedQueryAttention(
+        attention.embed_dim, attention.num_heads, num_kv_heads,
+        attention.q_proj.bias is not None, attention.rope,
+        device=w.device, dtype=w.dtype)
+    R, E, D = old // num_kv_heads, attention.head_dim, attention.embed_dim
+    with torch.no_grad():
+        for name in ("q_proj", "out_proj"):  # copied unchanged
+            state = attention.get_submodule(name).state_dict()
+            pooled.get_submodule(name).load_state_dict(state)
+        for name in ("k_proj", "v_proj"):  # each group's heads averaged
+            src, dst = attention.get_submodule(name), pooled.get_submodule(name)
+            assert isinstance(src, nn.Linear) and isinstance(dst, nn.Linear)
+            groups = src.weight.view(num_kv_heads, R, E, D)  # (H_kv, R, E, D)
+            dst.weight.copy_(groups.mean(1).reshape(-1, D))  # (H_kv E, D)
+            if src.bias is not None and dst.bias is not None:
+                bias = src.bias.view(num_kv_heads, R, E)  # (H_kv, R, E)
+                dst.bias.copy_(bias.mean(1).reshape(-1))  # (H_kv E,)
+    return pooled
+
+
+def _check_pooling(old: int, num_kv_heads: int) -> None:
+    """``num_kv_heads`` must be an int >= 1 that divides the current ``old`` heads."""
     check_int("num_kv_heads", num_kv_heads, minimum=1)
     if old % num_kv_heads:
         raise ValueError(f"num_kv_heads must divide the current {old} key/value heads, got "
                          f"{num_kv_heads}")
-    w = attention.q_proj.weight
-    pooled = GroupedQueryAttention(attention.embed_dim, attention.num_heads, num_kv_heads,
-                                   attention.q_proj.bias is not None, attention.rope,
-                                   device=w.device, dtype=w.dtype)
-    R, E, D = old // num_kv_heads, attention.head_dim, attention.embed_dim
-    with torch.no_grad():
-        for name in ("q_proj", "out_proj"):
-            pooled.get_submodule(name).load_state_dict(attention.get_submodule(name).state_dict())
-        for name in ("k_proj", "v_proj"):
-            src, dst = attention.get_submodule(name), pooled.get_submodule(name)
-            assert isinstance(src, nn.Linear) and isinstance(dst, nn.Linear)
-            dst.weight.copy_(src.weight.view(num_kv_heads, R, E, D).mean(1).reshape(-1, D))
-            if src.bias is not None and dst.bias is not None:
-                dst.bias.copy_(src.bias.view(num_kv_heads, R, E).mean(1).reshape(-1))
-    return pooled

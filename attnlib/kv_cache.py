@@ -50,10 +50,11 @@ class LayerCache:
         Shape:
             - index: (B',) row numbers of the current batch
         """
-        self.self_key = self.self_key.index_select(0, index)  # (B', H, t, E)
-        self.self_value = self.self_value.index_select(0, index)  # (B', H, t, E)
-        self.memory_key = self.memory_key.index_select(0, index)  # (B', H, S, E)
-        self.memory_value = self.memory_value.index_select(0, index)  # (B', H, S, E)
+        # (B', H, t, E) for the self-attention, (B', H, S, E) for the memory
+        self.self_key = self.self_key.index_select(0, index)
+        self.self_value = self.self_value.index_select(0, index)
+        self.memory_key = self.memory_key.index_select(0, index)
+        self.memory_value = self.memory_value.index_select(0, index)
 
 
 def _project_key_value(mha: MultiHeadAttention, x: Tensor) -> tuple[Tensor, Tensor]:

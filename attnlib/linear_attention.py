@@ -34,7 +34,7 @@ def elu_feature_map(x: Tensor) -> Tensor:
     return F.elu(x) + 1.0
 
 
-def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
+def _check_qkv(query: Tensor, key: Tensor, value: Tensor, is_causal: bool = False) -> None:
     for name, t in (("query", query), ("key", key), ("value", value)):
         check_tensor(name, t)
         check_floating(name, t)
@@ -46,10 +46,14 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
     if value.shape[:3] != key.shape[:3]:
         raise ValueError(f"value must have shape (B, H, S, Ev) = "
                          f"{shape_str((*key.shape[:3], 'Ev'))}, got {shape_str(value.shape)}")
+    if is_causal and query.shape[2] != key.shape[2]:
+        raise ValueError(f"is_causal needs L == S, got query {shape_str(query.shape)} and key "
+                         f"{shape_str(key.shape)}")
 
 
 def linear_attention(
-    query: Tensor, key: Tensor, value: Tensor, is_causal: bool = False, chunk_size: int = 64
+    query: Tensor, key: Tensor, value: Tensor, is_causal: bool = False,
+    chunk_size: int = 64,
 ) -> Tensor:
     r"""Linear attention with :math:`\phi = \mathrm{elu} + 1`, in time and memory linear in n.
 
@@ -68,38 +72,39 @@ def linear_attention(
         ValueError: if the shapes do not fit, or ``is_causal`` with L != S.
         TypeError: if an input is not a floating tensor.
     """
-    _check_qkv(query, key, value)
-    q, k = elu_feature_map(query), elu_feature_map(key)  # (B, H, L, E), (B, H, S, E)
+    _check_qkv(query, key, value, is_causal)
+    q = elu_feature_map(query)  # (B, H, L, E)
+    k = elu_feature_map(key)  # (B, H, S, E)
     if not is_causal:
         summary = k.transpose(-2, -1) @ value  # (B, H, E, Ev)
         normaliser = k.sum(dim=-2)  # (B, H, E)
         numerator = q @ summary  # (B, H, L, Ev)
-        denominator = (q * normaliser[:, :, None, :]).sum(-1, keepdim=True)  # (B, H, L, 1)
-        return numerator / denominator
-    if query.shape[2] != key.shape[2]:
-        raise ValueError(f"is_causal needs L == S, got query {shape_str(query.shape)} and key "
-                         f"{shape_str(key.shape)}")
+        weighted = q * normaliser[:, :, None, :]  # (B, H, L, E)
+        return numerator / weighted.sum(-1, keepdim=True)  # (B, H, L, Ev)
     B, H, n, E = q.shape
     Ev = value.shape[-1]
     C = min(check_int("chunk_size", chunk_size, minimum=1), n)
     chunks = -(-n // C)
     pad = chunks * C - n
-    # Padded queries are ones, not zeros: their rows are dropped, but 0/0 there would put NaN
-    # into the gradients of the real rows.
-    q_c = F.pad(q, (0, 0, 0, pad), value=1.0).view(B, H, chunks, C, E)  # (B, H, chunks, C, E)
-    k_c = F.pad(k, (0, 0, 0, pad)).view(B, H, chunks, C, E)  # padding is zero: adds nothing
-    v_c = F.pad(value, (0, 0, 0, pad)).view(B, H, chunks, C, Ev)  # (B, H, chunks, C, Ev)
-    # Across chunks: the state of all earlier chunks, sum of phi(k) v^T (exclusive prefix sum).
+    # Padded queries are ones, not zeros: their rows are dropped, but 0/0 there
+    # would put NaN into the gradients of the real rows. Padded keys and values
+    # are zeros and add nothing. Each is (B, H, chunks, C, E or Ev).
+    q_c = F.pad(q, (0, 0, 0, pad), value=1.0).view(B, H, chunks, C, E)
+    k_c = F.pad(k, (0, 0, 0, pad)).view(B, H, chunks, C, E)
+    v_c = F.pad(value, (0, 0, 0, pad)).view(B, H, chunks, C, Ev)
+    # Across chunks: the state of all earlier chunks, the sum of phi(k) v^T
+    # (an exclusive prefix sum).
     per_chunk = k_c.transpose(-2, -1) @ v_c  # (B, H, chunks, E, Ev)
-    states = torch.cumsum(per_chunk, dim=2) - per_chunk  # (B, H, chunks, E, Ev)
-    sums = torch.cumsum(k_c.sum(-2), dim=2) - k_c.sum(-2)  # (B, H, chunks, E)
-    # Within a chunk: the quadratic form with the causal mask, C x C per chunk.
+    states = torch.cumsum(per_chunk, dim=2) - per_chunk  # (..., chunks, E, Ev)
+    key_sums = k_c.sum(-2)  # (B, H, chunks, E)
+    sums = torch.cumsum(key_sums, dim=2) - key_sums  # (B, H, chunks, E)
+    # Within a chunk: the quadratic form with the causal mask, C x C.
     scores = (q_c @ k_c.transpose(-2, -1)).tril()  # (B, H, chunks, C, C)
     numerator = scores @ v_c + q_c @ states  # (B, H, chunks, C, Ev)
-    denominator = scores.sum(-1, keepdim=True) + (q_c * sums[..., None, :]).sum(-1, keepdim=True)
-    out = (numerator / denominator).view(B, H, chunks * C, Ev)  # (B, H, n + pad, Ev)
+    past = (q_c * sums[..., None, :]).sum(-1, keepdim=True)  # (..., C, 1)
+    denominator = scores.sum(-1, keepdim=True) + past  # (B, H, chunks, C, 1)
+    out = (numerator / denominator).view(B, H, chunks * C, Ev)  # n + pad rows
     return out[:, :, :n]  # (B, H, n, Ev)
-
 
 def linear_attention_quadratic(
     query: Tensor, key: Tensor, value: Tensor, is_causal: bool = False

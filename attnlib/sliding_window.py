@@ -86,7 +86,9 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
                         f"{key.dtype} and {value.dtype}")
 
 
-def sliding_window_attention(query: Tensor, key: Tensor, value: Tensor, window: int) -> Tensor:
+def sliding_window_attention(
+    query: Tensor, key: Tensor, value: Tensor, window: int
+) -> Tensor:
     r"""Causal sliding-window self-attention computed block by block, in O(n w) time and memory.
 
     Queries are cut into blocks of w. Block b (queries bw, ..., bw + w - 1) sees keys from
@@ -123,13 +125,13 @@ def sliding_window_attention(query: Tensor, key: Tensor, value: Tensor, window: 
     k = F.pad(key, (0, 0, w, pad_end))  # (B, H, (blocks + 1) w, E)
     v = F.pad(value, (0, 0, w, pad_end))  # (B, H, (blocks + 1) w, Ev)
     q = q.view(B, H, blocks, w, E)  # (B, H, blocks, w, E)
-    # Keys of blocks b - 1 and b for every block b: a strided view, nothing is copied.
+    # Keys of blocks b - 1 and b for every block b: a strided view, no copy.
     k = k.unfold(2, 2 * w, w).transpose(-2, -1)  # (B, H, blocks, 2w, E)
     v = v.unfold(2, 2 * w, w).transpose(-2, -1)  # (B, H, blocks, 2w, Ev)
-    r = torch.arange(w, device=query.device)[:, None]  # (w, 1) query within its block
-    c = torch.arange(2 * w, device=query.device)[None, :]  # (1, 2w) key within the pair
+    r = torch.arange(w, device=query.device)[:, None]  # (w, 1): query in block
+    c = torch.arange(2 * w, device=query.device)[None, :]  # (1, 2w): key
     band = (c > r) & (c <= r + w)  # (w, 2w)
-    # The first block's "previous block" is padding, not keys: hide it there only.
+    # The first block's "previous block" is padding, not keys: hide it there.
     real = torch.ones(blocks, 1, 2 * w, dtype=torch.bool, device=query.device)
     real[0, :, :w] = False  # (blocks, 1, 2w)
     mask = band & real  # (blocks, w, 2w)

@@ -66,6 +66,34 @@ def speculative_decode(
         ValueError: if ``prompt`` is not (1, L0), ``steps`` < 0 or ``k`` < 1, or the two models'
             vocabularies differ.
     """
+    prompt = _check_speculative_args(model, draft, prompt, steps, k)
+    model.eval()
+    draft.eval()
+    tokens = prompt
+    target = prompt.shape[1] + steps
+    proposed = accepted = passes = 0
+    while tokens.shape[1] < target:
+        t, n = tokens.shape[1], min(k, target - tokens.shape[1])
+        proposal = generate(draft, tokens, n)[:, t:]  # (1, n)
+        seen = torch.cat((tokens, proposal), dim=1)  # (1, t + n)
+        # the model's next token after each of the last n + 1 positions
+        choices = model(seen).argmax(-1)[:, t - 1:]  # (1, n + 1)
+        passes += 1
+        # 1 while every proposal so far agrees with the model, then 0
+        agree = (choices[0, :n] == proposal[0]).long().cumprod(0)  # (n,)
+        m = int(agree.sum())
+        proposed += n
+        accepted += m
+        # the agreeing proposals, then the model's own token: (1, m + 1)
+        new = torch.cat((proposal[:, :m], choices[:, m:m + 1]), dim=1)
+        tokens = torch.cat((tokens, new), dim=1)[:, :target]
+    return SpeculativeResult(tokens, proposed, accepted, passes)
+
+
+def _check_speculative_args(
+    model: DecoderLM, draft: DecoderLM, prompt: Tensor, steps: int, k: int
+) -> Tensor:
+    """The argument checks of :func:`speculative_decode`; returns the prompt."""
     prompt = check_tensor("prompt", prompt)
     check_ndim("prompt", prompt, 2, "(1, L0)")
     if prompt.shape[0] != 1:
@@ -76,21 +104,4 @@ def speculative_decode(
     if draft.config.vocab_size != model.config.vocab_size:
         raise ValueError(f"draft and model must share a vocabulary, got vocab_size "
                          f"{draft.config.vocab_size} and {model.config.vocab_size}")
-    model.eval()
-    draft.eval()
-    tokens = prompt
-    target = prompt.shape[1] + steps
-    proposed = accepted = passes = 0
-    while tokens.shape[1] < target:
-        n = min(k, target - tokens.shape[1])
-        proposal = generate(draft, tokens, n)[:, tokens.shape[1]:]  # (1, n)
-        choices = model(torch.cat((tokens, proposal), dim=1)).argmax(-1)  # (1, t + n)
-        choices = choices[:, tokens.shape[1] - 1:]  # (1, n + 1): the model's next tokens
-        passes += 1
-        agree = (choices[0, :n] == proposal[0]).long().cumprod(0)  # 1 while all agree so far
-        m = int(agree.sum())
-        proposed += n
-        accepted += m
-        new = torch.cat((proposal[:, :m], choices[:, m:m + 1]), dim=1)  # (1, m + 1)
-        tokens = torch.cat((tokens, new), dim=1)[:, :target]
-    return SpeculativeResult(tokens, proposed, accepted, passes)
+    return prompt
