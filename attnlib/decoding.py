@@ -255,19 +255,9 @@ def beam_search(
         offsets = torch.arange(B, device=device)[:, None] * K  # (B, 1)
         for _ in range(max_len):
             logits, step_weights = stepper.logits()  # (B K, V), (B K, S)
-            V = logits.shape[-1]
             log_probs = F.log_softmax(logits.double(), dim=-1)  # (B K, V)
-            frozen = torch.full_like(log_probs[0], float("-inf"))  # (V,)
-            frozen[c.pad_id] = 0.0
-            log_probs = torch.where(finished[:, None], frozen, log_probs)  # (B K, V)
-            candidates = scores[:, None] + log_probs  # (B K, V)
-            new_lengths = lengths + (~finished).long()  # (B K,)
-            normalised = candidates / gnmt_length_penalty(new_lengths, alpha)[:, None]
-            _, best = normalised.view(B, K * V).topk(K, dim=-1)  # (B, K)
-            rows = (offsets + best // V).view(B * K)  # (B K,) the hypothesis each comes from
-            words = (best % V).view(B * K)  # (B K,)
-            scores = candidates.view(B, K * V).gather(1, best).view(B * K)  # (B K,)
-            lengths = new_lengths[rows]
+            rows, words, scores, lengths = _beam_step(scores, lengths, finished, log_probs,
+                                                      offsets, alpha, c.pad_id)
             was_finished = finished[rows]
             tokens = torch.cat((tokens[rows], words[:, None]), dim=1)  # (B K, t + 1)
             step_weights = step_weights[rows].masked_fill(was_finished[:, None], 0.0)  # (B K, S)
@@ -281,6 +271,28 @@ def beam_search(
         return Decoded(tokens[chosen], weights[chosen])  # (B, L), (B, L, S)
     finally:
         model.train(was_training)
+
+
+def _beam_step(
+    scores: Tensor, lengths: Tensor, finished: Tensor, log_probs: Tensor, offsets: Tensor,
+    alpha: float, pad_id: int,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """One step of :func:`beam_search`: the K best one-word extensions of each sentence's K
+    hypotheses. Returns the row (hypothesis) each extends, its word, its summed log-probability
+    and its length, each (B K,). Shape: scores, lengths, finished (B K,); log_probs (B K, V)."""
+    B, V = offsets.shape[0], log_probs.shape[1]
+    K = scores.shape[0] // B
+    frozen = torch.full_like(log_probs[0], float("-inf"))  # (V,) a finished hypothesis
+    frozen[pad_id] = 0.0  # can only be extended by <pad>, at no cost
+    log_probs = torch.where(finished[:, None], frozen, log_probs)  # (B K, V)
+    candidates = scores[:, None] + log_probs  # (B K, V): every hypothesis, every next word
+    new_lengths = lengths + (~finished).long()  # (B K,)
+    normalised = candidates / gnmt_length_penalty(new_lengths, alpha)[:, None]  # (B K, V)
+    _, best = normalised.view(B, K * V).topk(K, dim=-1)  # (B, K) of the K V candidates
+    rows = (offsets + best // V).view(B * K)  # (B K,) the hypothesis each comes from
+    words = (best % V).view(B * K)  # (B K,)
+    scores = candidates.view(B, K * V).gather(1, best).view(B * K)  # (B K,)
+    return rows, words, scores, new_lengths[rows]
 
 
 @torch.no_grad()

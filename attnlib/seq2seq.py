@@ -62,9 +62,9 @@ class Seq2SeqConfig:
         src_vocab_size: number of source token ids (``len(src_vocab)``).
         tgt_vocab_size: number of target token ids (``len(tgt_vocab)``).
         embed_dim: size of the source and target word embeddings.
-        hidden_size: H, the size of each encoder direction and of the decoder state. The encoder
-            states (keys and values) have size 2H.
-        attention_size: h, the hidden size of the additive score.
+        hidden_size: d_h, the size of each encoder direction and of the decoder state. The
+            encoder states (keys and values) have size 2 d_h.
+        attention_size: d_a, the hidden size of the additive score.
         use_attention: additive attention (True), or one fixed context for every step (False).
         fixed_context: the fixed context without attention: ``"final"``, the encoder's final
             state (the RNN encoder-decoder), or ``"mean"``, the mean encoder state.
@@ -162,8 +162,8 @@ class Encoder(nn.Module):
 
     Shape:
         - src: (B, S) ids; src_lengths: (B,)
-        - states: (B, S, 2H), zero at padded positions
-        - final: (B, 2H)
+        - states: (B, S, 2 d_h), zero at padded positions
+        - final: (B, 2 d_h)
     """
 
     def __init__(self, vocab_size: int, embed_dim: int, hidden_size: int, pad_id: int = 0):
@@ -172,13 +172,13 @@ class Encoder(nn.Module):
         self.rnn = nn.GRU(embed_dim, hidden_size, batch_first=True, bidirectional=True)
 
     def forward(self, src: Tensor, src_lengths: Tensor) -> tuple[Tensor, Tensor]:
-        """The states (B, S, 2H), zero at padding, and the final state (B, 2H)."""
+        """The states (B, S, 2 d_h), zero at padding, and the final state (B, 2 d_h)."""
         x = self.embedding(src)  # (B, S, E)
         packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
-        packed_states, final = self.rnn(packed)  # final: (2, B, H), forward then backward
+        packed_states, final = self.rnn(packed)  # final: (2, B, d_h), forward then backward
         states, _ = pad_packed_sequence(packed_states, batch_first=True,
-                                        total_length=src.shape[1])  # (B, S, 2H)
-        return states, torch.cat([final[0], final[1]], dim=-1)  # (B, S, 2H), (B, 2H)
+                                        total_length=src.shape[1])  # (B, S, 2 d_h)
+        return states, torch.cat([final[0], final[1]], dim=-1)  # (B, S, 2 d_h), (B, 2 d_h)
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,10 +186,10 @@ class Memory:
     r"""What the encoder hands the decoder, computed once per batch of sentences.
 
     Shape:
-        - states: (B, S, 2H), the encoder states: the values (and the keys before projection)
+        - states: (B, S, 2 d_h), the encoder states: the values (and the keys before projection)
         - mask: (B, S) bool, True at real words
-        - keys: (B, S, h), the projected keys :math:`\mathbf W_k \mathbf h_j` (with attention)
-        - context: (B, 2H), the fixed context (without attention)
+        - keys: (B, S, d_a), the projected keys :math:`\mathbf W_k \mathbf h_j` (with attention)
+        - context: (B, 2 d_h), the fixed context (without attention)
         - weights: (B, S), the weights that the fixed context stands for: uniform for the
           mean, zero for the final state, which is no weighted average of the states
     """
@@ -220,15 +220,15 @@ class AttentionDecoder(nn.Module):
     Args:
         vocab_size: V, the target vocabulary size.
         embed_dim: size of the target word embeddings.
-        hidden_size: H, the decoder state size (the query size).
-        key_size: the size of an encoder state (2H for a bidirectional encoder).
-        attention_size: h, the hidden size of the additive score.
+        hidden_size: d_h, the decoder state size (the query size).
+        key_size: the size of an encoder state (2 d_h for a bidirectional encoder).
+        attention_size: d_a, the hidden size of the additive score.
         use_attention: attend (True) or use the fixed context (False).
         pad_id: the id of ``<pad>``.
 
     Shape:
-        - y_prev: (B,) ids; state: (B, H)
-        - logits: (B, V); new state: (B, H); weights: (B, S)
+        - y_prev: (B,) ids; state: (B, d_h)
+        - logits: (B, V); new state: (B, d_h); weights: (B, S)
     """
 
     def __init__(
@@ -250,22 +250,22 @@ class AttentionDecoder(nn.Module):
         self.out_proj = nn.Linear(hidden_size + key_size, vocab_size)
 
     def attend(self, state: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
-        """The context (B, 2H) and the weights (B, S) of one step: query = the state (B, H)."""
+        """The context (B, 2 d_h) and weights (B, S) of one step; the query is the state (B, d_h)."""
         if self.score is None:
             assert memory.context is not None and memory.weights is not None
             return memory.context, memory.weights
         assert memory.keys is not None
-        q = self.score.q_proj(state)  # (B, h): W_q s_{t-1} + b
+        q = self.score.q_proj(state)  # (B, d_a): W_q s_{t-1} + b
         scores = torch.tanh(q[:, None, :] + memory.keys) @ self.score.w_v  # (B, S)
         weights = masked_softmax(scores, memory.mask)  # (B, S), zero at padding
-        context = (weights[:, None, :] @ memory.states)[:, 0]  # (B, 2H)
+        context = (weights[:, None, :] @ memory.states)[:, 0]  # (B, 2 d_h)
         return context, weights
 
     def step(self, y_prev: Tensor, state: Tensor, memory: Memory) -> tuple[Tensor, Tensor, Tensor]:
         """One decoder step: attend with the previous state, update the state, predict a word."""
-        context, weights = self.attend(state, memory)  # (B, 2H), (B, S)
-        rnn_input = torch.cat([self.embedding(y_prev), context], dim=-1)  # (B, E + 2H)
-        state = self.rnn(rnn_input, state)  # (B, H)
+        context, weights = self.attend(state, memory)  # (B, 2 d_h), (B, S)
+        rnn_input = torch.cat([self.embedding(y_prev), context], dim=-1)  # (B, E + 2 d_h)
+        state = self.rnn(rnn_input, state)  # (B, d_h)
         logits = self.out_proj(torch.cat([state, context], dim=-1))  # (B, V)
         return logits, state, weights
 
@@ -281,8 +281,8 @@ class AttentionDecoder(nn.Module):
         embedded = self.embedding(tgt_in)  # (B, L, E)
         states, contexts, weights = [], [], []
         for t in range(tgt_in.shape[1]):
-            context, step_weights = self.attend(state, memory)  # (B, 2H), (B, S)
-            state = self.rnn(torch.cat([embedded[:, t], context], dim=-1), state)  # (B, H)
+            context, step_weights = self.attend(state, memory)  # (B, 2 d_h), (B, S)
+            state = self.rnn(torch.cat([embedded[:, t], context], dim=-1), state)  # (B, d_h)
             states.append(state)
             contexts.append(context)
             weights.append(step_weights)
@@ -297,12 +297,12 @@ class AttentionDecoder(nn.Module):
         """
         assert self.score is None and memory.context is not None and memory.weights is not None
         L = tgt_in.shape[1]
-        context = memory.context[:, None, :].expand(-1, L, -1)  # (B, L, 2H)
-        x = torch.cat([self.embedding(tgt_in), context], dim=-1)  # (B, L, E + 2H)
+        context = memory.context[:, None, :].expand(-1, L, -1)  # (B, L, 2 d_h)
+        x = torch.cat([self.embedding(tgt_in), context], dim=-1)  # (B, L, E + 2 d_h)
         cell = self.rnn
         states, _ = torch.gru(x, state[None], (cell.weight_ih, cell.weight_hh, cell.bias_ih,
                                                cell.bias_hh), True, 1, 0.0, self.training, False,
-                              True)  # (B, L, H)
+                              True)  # (B, L, d_h)
         logits = self.out_proj(torch.cat([states, context], dim=-1))  # (B, L, V)
         return logits, memory.weights[:, None, :].expand(-1, L, -1)
 
@@ -342,14 +342,14 @@ class Seq2Seq(nn.Module):
         )
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, Tensor]:
-        """Encode a padded batch: the decoder's :class:`Memory` and its first state (B, H)."""
+        """Encode a padded batch: the decoder's :class:`Memory` and its first state (B, d_h)."""
         check_source(src, src_lengths, self.config.src_vocab_size, self.config.max_src_len)
-        states, final = self.encoder(src, src_lengths)  # (B, S, 2H), (B, 2H)
+        states, final = self.encoder(src, src_lengths)  # (B, S, 2 d_h), (B, 2 d_h)
         mask = lengths_to_mask(src_lengths.to(states.device), src.shape[1])  # (B, S)
-        state = torch.tanh(self.init_proj(final))  # (B, H)
+        state = torch.tanh(self.init_proj(final))  # (B, d_h)
         score = self.decoder.score
         if score is not None:
-            return Memory(states, mask, keys=score.k_proj(states)), state  # keys: (B, S, h)
+            return Memory(states, mask, keys=score.k_proj(states)), state  # keys: (B, S, d_a)
         if self.config.fixed_context == "final":
             return Memory(states, mask, context=final, weights=torch.zeros_like(states[..., 0])), state
         weights = mask.to(states.dtype) / src_lengths.to(states)[:, None]  # (B, S), uniform
@@ -406,18 +406,27 @@ def greedy_decode(
     model.eval()
     try:
         memory, state = model.encode(src, src_lengths)
-        batch = src.shape[0]
-        y = torch.full((batch,), bos_id, dtype=torch.long, device=src.device)  # (B,)
-        finished = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (B,)
-        tokens, weights = [], []
-        for _ in range(max_len):
-            logits, state, step_weights = model.decoder.step(y, state, memory)
-            y = logits.argmax(dim=-1).masked_fill(finished, model.config.pad_id)  # (B,)
-            tokens.append(y)
-            weights.append(step_weights.masked_fill(finished[:, None], 0.0))
-            finished = finished | (y == eos_id)
-            if bool(finished.all()):
-                break
-        return torch.stack(tokens, dim=1), torch.stack(weights, dim=1)  # (B, L), (B, L, S)
+        return _greedy_loop(model.decoder, memory, state, max_len, bos_id, eos_id,
+                            model.config.pad_id)
     finally:
         model.train(was_training)
+
+
+def _greedy_loop(
+    decoder: AttentionDecoder, memory: Memory, state: Tensor, max_len: int, bos_id: int,
+    eos_id: int, pad_id: int,
+) -> tuple[Tensor, Tensor]:
+    """The loop of :func:`greedy_decode`, from the encoded batch and the first state (B, d_h)."""
+    B = state.shape[0]
+    y = torch.full((B,), bos_id, dtype=torch.long, device=state.device)  # (B,) <bos>
+    finished = torch.zeros(B, dtype=torch.bool, device=state.device)  # (B,)
+    tokens, weights = [], []
+    for _ in range(max_len):
+        logits, state, step_weights = decoder.step(y, state, memory)  # weights: (B, S)
+        y = logits.argmax(dim=-1).masked_fill(finished, pad_id)  # (B,) the most probable word
+        tokens.append(y)
+        weights.append(step_weights.masked_fill(finished[:, None], 0.0))
+        finished = finished | (y == eos_id)
+        if bool(finished.all()):
+            break
+    return torch.stack(tokens, dim=1), torch.stack(weights, dim=1)  # (B, L), (B, L, S)

@@ -81,6 +81,8 @@ __all__ = [
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 """The feed-forward activations, by the names ``nn.TransformerEncoderLayer`` accepts."""
 
+_Attend = Callable[[Tensor], tuple[Tensor, Tensor | None]]  # an attention sub-layer: h -> (out, weights)
+
 
 # ---------------------------------------------------------------------------------------------
 # Configuration
@@ -625,34 +627,56 @@ class DecoderLayer(nn.Module):
             raise ValueError(
                 f"a cached step takes one token, x of shape (B, 1, D), got {shape_str(x.shape)}"
             )
+        if cache is None:
+            assert memory is not None
+            return self._layer(x, memory, attn_mask, memory_key_padding_mask, need_weights)
+        return self._cached_step(x, cache, attn_mask, memory_key_padding_mask, need_weights)
 
+    def _layer(
+        self, x: Tensor, memory: Tensor, attn_mask: Tensor | None,
+        memory_key_padding_mask: Tensor | None, need_weights: bool,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """The layer on a whole target prefix: its two attentions, then :meth:`_sublayers`."""
         def self_attend(h: Tensor) -> tuple[Tensor, Tensor | None]:
-            if cache is None:
-                out, w = self.self_attn(h, h, h, attn_mask=attn_mask,
-                                        need_weights=need_weights)  # (B, L, D), (B, H, L, L)
-            else:
-                key, value = _project_key_value(self.self_attn, h)  # (B, H, 1, E) x 2
-                cache.self_key = torch.cat((cache.self_key, key), dim=2)  # (B, H, t + 1, E)
-                cache.self_value = torch.cat((cache.self_value, value), dim=2)  # (B, H, t + 1, E)
-                out, w = _attend_cached(self.self_attn, h, cache.self_key, cache.self_value,
-                                        attn_mask, need_weights)  # (B, 1, D), (B, H, 1, t + 1)
+            out, w = self.self_attn(h, h, h, attn_mask=attn_mask,  # causal and target padding
+                                    need_weights=need_weights)  # (B, L, D), (B, H, L, L)
             return F.dropout(out, self.dropout, self.training), w
 
         def cross_attend(h: Tensor) -> tuple[Tensor, Tensor | None]:
-            if cache is None:
-                assert memory is not None
-                out, w = self.multihead_attn(
-                    h, memory, memory, key_padding_mask=memory_key_padding_mask,
-                    need_weights=need_weights,
-                )  # (B, L, D), (B, H, L, S)
-            else:
-                mask = None
-                if memory_key_padding_mask is not None:
-                    mask = memory_key_padding_mask[:, None, None, :]  # (B, 1, 1, S)
-                out, w = _attend_cached(self.multihead_attn, h, cache.memory_key,
-                                        cache.memory_value, mask, need_weights)  # (B, 1, D)
+            out, w = self.multihead_attn(h, memory, memory,  # keys and values: the encoder's
+                                         key_padding_mask=memory_key_padding_mask,
+                                         need_weights=need_weights)  # (B, L, D), (B, H, L, S)
             return F.dropout(out, self.dropout, self.training), w
 
+        return self._sublayers(x, self_attend, cross_attend)
+
+    def _cached_step(
+        self, x: Tensor, cache: LayerCache, attn_mask: Tensor | None,
+        memory_key_padding_mask: Tensor | None, need_weights: bool,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """The layer on the next token alone, with the keys and values of ``cache``."""
+        def self_attend(h: Tensor) -> tuple[Tensor, Tensor | None]:
+            key, value = _project_key_value(self.self_attn, h)  # (B, H, 1, E) x 2
+            cache.self_key = torch.cat((cache.self_key, key), dim=2)  # (B, H, t + 1, E)
+            cache.self_value = torch.cat((cache.self_value, value), dim=2)  # (B, H, t + 1, E)
+            out, w = _attend_cached(self.self_attn, h, cache.self_key, cache.self_value,
+                                    attn_mask, need_weights)  # (B, 1, D), (B, H, 1, t + 1)
+            return F.dropout(out, self.dropout, self.training), w
+
+        def cross_attend(h: Tensor) -> tuple[Tensor, Tensor | None]:
+            mask = None
+            if memory_key_padding_mask is not None:
+                mask = memory_key_padding_mask[:, None, None, :]  # (B, 1, 1, S)
+            out, w = _attend_cached(self.multihead_attn, h, cache.memory_key,
+                                    cache.memory_value, mask, need_weights)  # (B, 1, D)
+            return F.dropout(out, self.dropout, self.training), w
+
+        return self._sublayers(x, self_attend, cross_attend)
+
+    def _sublayers(
+        self, x: Tensor, self_attend: _Attend, cross_attend: _Attend
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """Self-attention, cross-attention, feed-forward: each a residual with a LayerNorm."""
         if self.norm_first:
             attended, self_weights = self_attend(self.norm1(x))
             x = x + attended

@@ -1,8 +1,13 @@
 """attnlib.runs: runs trained in worker processes give the numbers of runs trained in turn;
-the worker and thread counts read from the environment."""
+the worker and thread counts read from the environment; the CPU kernels fixed by
+attnlib.repro.fix_cpu_kernels."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -118,3 +123,65 @@ def test_thread_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
                 attnlib.reproducible(0)
     finally:
         torch.set_num_threads(threads)
+
+
+def _python(code: str, capability: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter that imports this attnlib, ATEN_CPU_CAPABILITY set."""
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": capability,
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def _cpu_has_avx2() -> bool:
+    result = _python("import torch; print(torch.backends.cpu.get_cpu_capability())", "")
+    return result.stdout.strip() in ("AVX2", "AVX512")
+
+
+FIX = ("import attnlib.repro, torch\n"
+       "print(attnlib.repro.fix_cpu_kernels({path!r}), torch.backends.cpu.get_cpu_capability())")
+
+
+@pytest.mark.parametrize("flags", ["fpu sse2 avx", "fpu sse2 avx2", None])
+def test_fix_cpu_kernels_without_avx2_and_fma_chooses_the_plain_kernels(
+    tmp_path: Path, flags: str | None
+) -> None:
+    """Without both AVX2 and FMA (or without a cpuinfo file) the plain kernels, whatever the
+    environment asked for."""
+    path = tmp_path / "cpuinfo"
+    if flags is not None:
+        path.write_text(f"processor : 0\nflags : {flags}\n")
+    result = _python(FIX.format(path=str(path)), "avx2")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["default", "DEFAULT"]
+
+
+def test_fix_cpu_kernels_chooses_avx2_after_the_imports(tmp_path: Path) -> None:
+    """AVX2 where the CPU has AVX2 and FMA, even after the chapters' imports and with
+    ATEN_CPU_CAPABILITY=default in the environment (make reproduce sets it)."""
+    if not _cpu_has_avx2():
+        pytest.skip("this CPU has no AVX2")
+    path = tmp_path / "cpuinfo"
+    path.write_text("processor : 0\nflags : fpu sse2 avx avx2 fma avx512f\n")
+    code = ("import attnlib, matplotlib.pyplot, numpy, torch\n"
+            "from attnlib import comparison, data, plot, runs, seq2seq, training, transformer\n"
+            + FIX.format(path=str(path)))
+    result = _python(code, "default")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["avx2", "AVX2"]
+
+
+def test_fix_cpu_kernels_after_a_computation_raises(tmp_path: Path) -> None:
+    """Once PyTorch has chosen its kernels it keeps them: the call says so instead of
+    returning a choice that is not in force."""
+    if not _cpu_has_avx2():
+        pytest.skip("this CPU has no AVX2")
+    path = tmp_path / "cpuinfo"
+    path.write_text("flags : avx2 fma\n")
+    code = ("import torch, attnlib.repro\n"
+            "torch.ones(64).add_(1)\n"
+            f"attnlib.repro.fix_cpu_kernels({str(path)!r})")
+    result = _python(code, "default")
+    assert result.returncode != 0
+    assert ("RuntimeError: PyTorch already runs its 'default' CPU kernels, not 'avx2': call "
+            "fix_cpu_kernels() before any tensor is computed") in result.stderr
