@@ -335,8 +335,8 @@ def cpu_caches(root: str | os.PathLike[str] = "/sys/devices/system/cpu/cpu0/cach
     container that hides them) the result is empty, so a caller must not rely on it.
 
     Returns:
-        ``{name: bytes}`` in order of level, such as ``{"L1d": 32768, "L2": 1048576,
-        "L3": 33554432}``.
+        ``{name: bytes}`` in order of level, such as
+        ``{"L1d": 32768, "L2": 1048576, "L3": 33554432}``.
 
     Raises:
         TypeError: if ``root`` is not a path.
