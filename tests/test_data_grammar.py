@@ -161,6 +161,22 @@ def test_lengths_span_3_to_over_40_and_are_spread_evenly(pairs: list[Pair]) -> N
     assert means == sorted(means)
 
 
+def test_things_come_up_about_equally_often_as_objects() -> None:
+    """A verb draws one of its object classes, then a thing weighted by the inverse of how
+    often the uniform draw reaches it. Drawn uniformly, the rarest thing would come up at 0.29
+    of the mean rate and the most frequent at 2.6 times it; weighted, at 0.57 and 1.9."""
+    from attnlib.data.corpus import _noun
+
+    rng = random.Random(0)
+    bare = data.Difficulty(depth=0, p_modifier=0.0, p_two_clauses=0.0, max_src_len=45)
+    verbs = list(data.VERBS.values())
+    counts = Counter(_noun(rng, "object", rng.choice(verbs).objects, 0, bare).head
+                     for _ in range(80_000))
+    things = [counts[thing] for thing in data.THINGS]
+    mean = sum(things) / len(things)
+    assert min(things) > 0.45 * mean and max(things) < 2.2 * mean
+
+
 def test_lexicon_has_a_few_hundred_words(corpus: Corpus) -> None:
     assert len(data.lexicon_words()) >= 290
     assert len(corpus.tgt_vocab) >= 400
