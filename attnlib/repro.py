@@ -65,7 +65,7 @@ def fix_cpu_kernels(cpuinfo: str = "/proc/cpuinfo") -> str:
         cpuinfo: the file that lists the CPU's flags; where it does not exist, ``default``.
 
     Returns:
-        The kernels in force: ``"avx2"`` or ``"default"``.
+        The name of the kernels in force, ``"avx2"`` or ``"default"``.
 
     Raises:
         RuntimeError: if PyTorch has already chosen other kernels (a tensor was computed
