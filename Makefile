@@ -26,10 +26,14 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help install system-packages browser-check book execute test lint typecheck unit nbval browser build lab lock clean reproduce bench diagrams test-offline
+.PHONY: help install system-packages browser-check book book-en book-zh translations i18n-check execute test lint typecheck unit nbval browser build lab lock clean reproduce bench diagrams test-offline
 
 help:
-	@echo "make book     build the HTML book (creates .venv and installs the pinned set on first use)"
+	@echo "make book     build the HTML book, English in _build/html and Chinese in _build/html/zh"
+	@echo "              (creates .venv and installs the pinned set on first use)"
+	@echo "make translations  refresh the Chinese catalogues (locales/zh_CN) from the English source"
+	@echo "make i18n-check PO=locales/zh_CN/LC_MESSAGES/chapters/01_kernel_regression.po"
+	@echo "              what one catalogue still lacks (untranslated, fuzzy, changed roles or maths)"
 	@echo "make test     ruff, mypy, pytest tests/, nbval over every chapter, the book build with -W,"
 	@echo "              and every built page checked in headless Chromium (make browser)"
 	@echo "make execute  re-execute every chapter notebook in place (the only way stored outputs are made)"
@@ -53,11 +57,47 @@ $(STAMP): requirements.lock pyproject.toml
 # public repository (BOOK_REPOSITORY_URL, or the git remote origin): tools/book_config.py.
 # The HTML is rewritten from scratch each time (the parsed pages are cached in _build/.doctrees):
 # an incremental build keeps old sidebars and prev/next links after a chapter joins the TOC.
+#
+# Two editions from one source (_ext/editions.py): English at _build/html, then Chinese
+# (language zh_CN, the catalogues in locales/zh_CN/LC_MESSAGES) built with its own doctrees in
+# $(ZH_BUILD) and moved to _build/html/zh. Both with -W. `make book-zh` rebuilds only the Chinese.
+ZH_BUILD := _build/zh_CN
 book: $(STAMP)
+	@t0=$$(date +%s); $(MAKE) --no-print-directory book-en; t1=$$(date +%s); \
+	$(MAKE) --no-print-directory book-zh; t2=$$(date +%s); \
+	echo "make book: English edition $$((t1 - t0)) s, Chinese edition $$((t2 - t1)) s"
+
+book-en: $(STAMP)
 	rm -rf _build/html
 	python tools/book_config.py _build/_config.yml
 	jupyter-book build . --config _build/_config.yml -W -n --keep-going
 	@echo "The book: file://$(CURDIR)/_build/html/index.html"
+
+book-zh: $(STAMP)
+	@test -f _build/html/intro.html || { echo "make book-zh: build the English edition first (make book)" >&2; exit 1; }
+	rm -rf _build/html/zh $(ZH_BUILD)/_build/html
+	python tools/book_config.py --language zh_CN _build/_config.zh_CN.yml
+	jupyter-book build . --config _build/_config.zh_CN.yml --path-output $(ZH_BUILD) -W -n --keep-going
+	mv $(ZH_BUILD)/_build/html _build/html/zh
+	@echo "中文版: file://$(CURDIR)/_build/html/zh/index.html"
+
+# The catalogues from the English source: the gettext builder writes one .pot per document
+# (_build/i18n/_build/gettext), then sphinx-intl merges them into locales/zh_CN/LC_MESSAGES/*.po:
+# new messages empty, changed ones marked fuzzy with their old translation, removed ones kept as
+# obsolete (#~) entries. A catalogue whose messages did not change is not rewritten. Every page is
+# read again (--all): a cached page would not see a change in _ext/editions.py.
+translations: $(STAMP)
+	python tools/book_config.py _build/_config.yml
+	rm -rf _build/i18n/_build/gettext
+	jupyter-book build . --config _build/_config.yml --path-output _build/i18n \
+	  --builder custom --custom-builder gettext --all -W -n --keep-going
+	sphinx-intl update --pot-dir _build/i18n/_build/gettext --locale-dir locales --language zh_CN
+	python tools/i18n_check.py --summary
+
+# One catalogue's state: make i18n-check PO=locales/zh_CN/LC_MESSAGES/chapters/01_kernel_regression.po
+PO ?= $(sort $(shell find locales -name '*.po' 2>/dev/null))
+i18n-check: $(STAMP)
+	python tools/i18n_check.py $(PO)
 
 build: book
 
