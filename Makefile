@@ -26,7 +26,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help install system-packages browser-check book book-en book-zh translations i18n-check execute test lint typecheck unit nbval browser build lab lock clean reproduce bench diagrams test-offline
+.PHONY: help install system-packages browser-check book book-en book-zh book-zh-html translations i18n-check execute test lint typecheck unit nbval browser build lab lock clean reproduce bench diagrams test-offline
 
 help:
 	@echo "make book     build the HTML book, English in _build/html and Chinese in _build/html/zh"
@@ -58,26 +58,35 @@ $(STAMP): requirements.lock pyproject.toml
 # The HTML is rewritten from scratch each time (the parsed pages are cached in _build/.doctrees):
 # an incremental build keeps old sidebars and prev/next links after a chapter joins the TOC.
 #
-# Two editions from one source (_ext/editions.py): English at _build/html, then Chinese
-# (language zh_CN, the catalogues in locales/zh_CN/LC_MESSAGES) built with its own doctrees in
-# $(ZH_BUILD) and moved to _build/html/zh. Both with -W. `make book-zh` rebuilds only the Chinese.
+# Two editions from one source (_ext/editions.py): English at _build/html and Chinese (language
+# zh_CN, the catalogues in locales/zh_CN/LC_MESSAGES) at _build/html/zh, both with -W. The two
+# builds are independent (the Chinese one has its own doctrees in $(ZH_BUILD)) and run side by
+# side, one per core; their logs are printed one after the other. `make book-zh` rebuilds only
+# the Chinese edition (after a `make book`).
 ZH_BUILD := _build/zh_CN
 book: $(STAMP)
-	@t0=$$(date +%s); $(MAKE) --no-print-directory book-en; t1=$$(date +%s); \
-	$(MAKE) --no-print-directory book-zh; t2=$$(date +%s); \
-	echo "make book: English edition $$((t1 - t0)) s, Chinese edition $$((t2 - t1)) s"
+	$(MAKE) --no-print-directory -j2 --output-sync=target book-en book-zh-html
+	rm -rf _build/html/zh
+	mv $(ZH_BUILD)/_build/html _build/html/zh
+	@echo "The book: file://$(CURDIR)/_build/html/index.html, 中文版: file://$(CURDIR)/_build/html/zh/index.html"
 
 book-en: $(STAMP)
-	rm -rf _build/html
-	python tools/book_config.py _build/_config.yml
-	jupyter-book build . --config _build/_config.yml -W -n --keep-going
-	@echo "The book: file://$(CURDIR)/_build/html/index.html"
+	@t0=$$(date +%s); \
+	rm -rf _build/html; \
+	python tools/book_config.py _build/_config.yml; \
+	jupyter-book build . --config _build/_config.yml -W -n --keep-going; \
+	echo "make book: the English edition built in $$(( $$(date +%s) - t0 )) s"
 
-book-zh: $(STAMP)
-	@test -f _build/html/intro.html || { echo "make book-zh: build the English edition first (make book)" >&2; exit 1; }
-	rm -rf _build/html/zh $(ZH_BUILD)/_build/html
-	python tools/book_config.py --language zh_CN _build/_config.zh_CN.yml
-	jupyter-book build . --config _build/_config.zh_CN.yml --path-output $(ZH_BUILD) -W -n --keep-going
+book-zh-html: $(STAMP)
+	@t0=$$(date +%s); \
+	rm -rf $(ZH_BUILD)/_build/html; \
+	python tools/book_config.py --language zh_CN _build/_config.zh_CN.yml; \
+	jupyter-book build . --config _build/_config.zh_CN.yml --path-output $(ZH_BUILD) -W -n --keep-going; \
+	echo "make book: the Chinese edition built in $$(( $$(date +%s) - t0 )) s"
+
+book-zh: book-zh-html
+	@test -f _build/html/intro.html || { echo "make book-zh: no English edition in _build/html (make book)" >&2; exit 1; }
+	rm -rf _build/html/zh
 	mv $(ZH_BUILD)/_build/html _build/html/zh
 	@echo "中文版: file://$(CURDIR)/_build/html/zh/index.html"
 

@@ -44,6 +44,7 @@ EDITIONS: dict[str, tuple[str, str]] = {"en": ("", "English"), "zh_CN": ("zh", "
 # The theme's search box placeholder in each edition (jupyter-book sets an English one).
 SEARCH_BAR_TEXT = {"zh_CN": "搜索本书……"}
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+STATIC = Path(__file__).resolve().parent / "static"
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]{2,}")
 # References whose displayed text comes from their target, not from the message.
 _TARGET_TITLED = {"ref", "numref", "doc", "eq", "cite", "cite:p", "cite:t"}
@@ -145,6 +146,30 @@ class MarkUntranslatable(SphinxTransform):
                                domain, shown, location=node, type="editions", subtype="stale")
 
 
+class TranslateToctreeCaptions(SphinxTransform):
+    """Translate the captions of the toctrees that sphinx-external-toc inserts (priority 100,
+    after Locale has translated the page): "Chapters" and "Reference" of the root page."""
+
+    default_priority = 110
+
+    def apply(self, **kwargs: Any) -> None:
+        language = _language(self.config)
+        if language == "en":
+            return
+        from sphinx.locale import init as init_locale
+
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        dirs = [str(Path(self.env.srcdir, directory)) for directory in self.config.locale_dirs]
+        catalogue, found = init_locale(dirs, language, domain)
+        if not found:
+            return
+        for toctree in self.document.findall(addnodes.toctree):
+            for message in toctree.extract_original_messages():
+                translated = catalogue.gettext(message)
+                if translated and translated != message:
+                    toctree.apply_translated_message(message, translated)
+
+
 def _load_catalogues(app: Sphinx) -> None:
     """Every msgid of every .po of the build's language, to check each page against."""
     language = _language(app.config)
@@ -173,6 +198,8 @@ def _add_switch_template(app: Sphinx, config: Config) -> None:
     language = _language(config)
     _edition(language)
     config.templates_path.append(str(TEMPLATES))
+    config.html_static_path.append(str(STATIC))
+    app.add_css_file("editions.css")
     options = config.html_theme_options
     end = options.get("article_header_end", ["article-header-buttons.html"])
     if isinstance(end, str):
@@ -249,6 +276,7 @@ def _jieba_dictionary(app: Sphinx, env: BuildEnvironment) -> list[str]:
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_transform(MarkUntranslatable)
+    app.add_transform(TranslateToctreeCaptions)
     app.connect("config-inited", _add_switch_template)
     app.connect("builder-inited", _load_catalogues)
     app.connect("html-page-context", _switch_context)
