@@ -14,7 +14,8 @@ loaded by both builds and by the ``gettext`` build of `make translations`, does 
    `make translations`.
 3. **A language switch.** Every page links to the same page in the other edition, from the
    article header, by a relative URL (works from a server and from ``file://``), plus a
-   ``<link rel="alternate" hreflang>``.
+   ``<link rel="alternate" hreflang>``. The sidebar's part captions ("Chapters", "Reference"),
+   which sphinx-external-toc inserts after Sphinx has translated the page, are translated here.
 4. **Chinese search.** Sphinx's Chinese search splits words with jieba; the glossary's Chinese
    terms are handed to jieba as a user dictionary, so that a term such as 注意力权重 is one
    searchable word and is not only cut into 注意力 and 权重.
