@@ -34,20 +34,22 @@ from hypothesis import strategies as st
 from torch import Tensor, nn
 
 import attnlib
-from attnlib import attention as at
-from attnlib import complexity as cx
-from attnlib import data, plot
-from attnlib import efficient as ef
-from attnlib import extrapolation as ex
-from attnlib import kernel_regression as kr
-from attnlib import masking as mk
-from attnlib import multihead as mh
-from attnlib import offset_copy as oc
-from attnlib import positional as pe
-from attnlib import scoring as sc
-from attnlib import seq2seq as s2s
-from attnlib import training as tr
-from attnlib import transformer as tf
+from attnlib import data
+from attnlib.blocks import attention as at
+from attnlib.blocks import efficient as ef
+from attnlib.blocks import masking as mk
+from attnlib.blocks import multihead as mh
+from attnlib.blocks import positional as pe
+from attnlib.blocks import scoring as sc
+from attnlib.book import plot
+from attnlib.experiments import complexity as cx
+from attnlib.experiments import extrapolation as ex
+from attnlib.experiments import offset_copy as oc
+from attnlib.models import kernel_regression as kr
+from attnlib.models import seq2seq as s2s
+from attnlib.models import transformer as tf
+from attnlib.train import decoding as dec
+from attnlib.train import metrics, recipe, seq2seq_loop, transformer_loop, translation
 
 F32, F64 = torch.float32, torch.float64
 
@@ -551,44 +553,44 @@ CATALOGUE: list[BadInput] = [
          lambda: s2s.greedy_decode(_seq2seq(), _ids([1, 2]), torch.tensor([2]), 0, 1, 2),
          V, "max_len", "got 0", ">= 1"),
     # --- training ---------------------------------------------------------------------------
-    BadInput("LabelSmoothingLoss:smoothing-one", tr.LabelSmoothingLoss,
-         lambda: tr.LabelSmoothingLoss(1.0),
+    BadInput("LabelSmoothingLoss:smoothing-one", recipe.LabelSmoothingLoss,
+         lambda: recipe.LabelSmoothingLoss(1.0),
          V, "smoothing", "1.0", "in [0, 1)"),
-    BadInput("LabelSmoothingLoss:unknown-reduction", tr.LabelSmoothingLoss,
-         lambda: tr.LabelSmoothingLoss(reduction="avg"),
+    BadInput("LabelSmoothingLoss:unknown-reduction", recipe.LabelSmoothingLoss,
+         lambda: recipe.LabelSmoothingLoss(reduction="avg"),
          V, "reduction", "'avg'", "'mean', 'sum' or 'none'"),
-    BadInput("LabelSmoothingLoss:target-shape", tr.LabelSmoothingLoss,
-         lambda: tr.LabelSmoothingLoss()(_ones(2, 3, 5), torch.zeros(2, 4, dtype=torch.long)),
+    BadInput("LabelSmoothingLoss:target-shape", recipe.LabelSmoothingLoss,
+         lambda: recipe.LabelSmoothingLoss()(_ones(2, 3, 5), torch.zeros(2, 4, dtype=torch.long)),
          V, "target", "(2, 4)", "must agree in (...)"),
-    BadInput("LabelSmoothingLoss:target-outside-vocabulary", tr.LabelSmoothingLoss,
-         lambda: tr.LabelSmoothingLoss()(_ones(2, 3, 5), torch.full((2, 3), 7)),
+    BadInput("LabelSmoothingLoss:target-outside-vocabulary", recipe.LabelSmoothingLoss,
+         lambda: recipe.LabelSmoothingLoss()(_ones(2, 3, 5), torch.full((2, 3), 7)),
          V, "target", "got id 7", "[0, V) = [0, 5) or ignore_index"),
-    BadInput("LabelSmoothingLoss:float-target", tr.LabelSmoothingLoss,
-         lambda: tr.LabelSmoothingLoss()(_ones(2, 3, 5), torch.zeros(2, 3)),
+    BadInput("LabelSmoothingLoss:float-target", recipe.LabelSmoothingLoss,
+         lambda: recipe.LabelSmoothingLoss()(_ones(2, 3, 5), torch.zeros(2, 3)),
          T, "target", "torch.float32", "integer class ids"),
-    BadInput("noam_lr:step-zero", tr.noam_lr,
-         lambda: tr.noam_lr(0, 512, 4000),
+    BadInput("noam_lr:step-zero", recipe.noam_lr,
+         lambda: recipe.noam_lr(0, 512, 4000),
          V, "step", "got 0", ">= 1"),
-    BadInput("noam_schedule:zero-warmup", tr.noam_schedule,
-         lambda: tr.noam_schedule(512, 0),
+    BadInput("noam_schedule:zero-warmup", recipe.noam_schedule,
+         lambda: recipe.noam_schedule(512, 0),
          V, "warmup", "got 0", ">= 1"),
-    BadInput("bleu:different-lengths", tr.bleu,
-         lambda: tr.bleu(["a b"], ["a b", "c"]),
+    BadInput("bleu:different-lengths", metrics.bleu,
+         lambda: metrics.bleu(["a b"], ["a b", "c"]),
          V, "references", "2 references", "the same length"),
-    BadInput("accuracy_by_length:bins-not-increasing", tr.accuracy_by_length,
-         lambda: tr.accuracy_by_length(["a"], ["a"], [1], bins=[3, 1]),
+    BadInput("accuracy_by_length:bins-not-increasing", metrics.accuracy_by_length,
+         lambda: metrics.accuracy_by_length(["a"], ["a"], [1], bins=[3, 1]),
          V, "bins", "[3, 1]", "strictly increasing"),
-    BadInput("accuracy_by_length:lengths-count", tr.accuracy_by_length,
-         lambda: tr.accuracy_by_length(["a"], ["a"], [1, 2]),
+    BadInput("accuracy_by_length:lengths-count", metrics.accuracy_by_length,
+         lambda: metrics.accuracy_by_length(["a"], ["a"], [1, 2]),
          V, "lengths", "got 2", "one entry per hypothesis (1)"),
-    BadInput("translate:empty-sentence", tr.translate,
-         lambda: tr.translate(nn.Linear(1, 1), ["我 爱", ""], _vocab(), _vocab()),
+    BadInput("translate:empty-sentence", translation.translate,
+         lambda: translation.translate(nn.Linear(1, 1), ["我 爱", ""], _vocab(), _vocab()),
          V, "sentences[1]", "is empty", "at least one token"),
-    BadInput("train_seq2seq:zero-lr", tr.train_seq2seq,
-         lambda: tr.train_seq2seq(nn.Linear(1, 1), [], _vocab(), _vocab(), epochs=1, lr=0.0),
+    BadInput("train_seq2seq:zero-lr", seq2seq_loop.train_seq2seq,
+         lambda: seq2seq_loop.train_seq2seq(nn.Linear(1, 1), [], _vocab(), _vocab(), epochs=1, lr=0.0),
          V, "lr", "got 0.0", "finite and > 0"),
-    BadInput("train_transformer:not-a-transformer", tr.train_transformer,
-         lambda: tr.train_transformer(nn.Linear(1, 1), [], _vocab(), _vocab(), epochs=1),
+    BadInput("train_transformer:not-a-transformer", transformer_loop.train_transformer,
+         lambda: transformer_loop.train_transformer(nn.Linear(1, 1), [], _vocab(), _vocab(), epochs=1),
          T, "model", "Linear", "config.d_model"),
     # --- transformer ------------------------------------------------------------------------
     BadInput("TransformerConfig:heads-do-not-divide", tf.TransformerConfig,
@@ -630,18 +632,18 @@ CATALOGUE: list[BadInput] = [
     BadInput("Transformer:config-not-a-config", tf.Transformer,
          lambda: tf.Transformer(TINY),
          T, "config", "dict", "TransformerConfig"),
-    BadInput("gnmt_length_penalty:negative-alpha", tf.gnmt_length_penalty,
-         lambda: tf.gnmt_length_penalty(torch.tensor([3]), -1.0),
+    BadInput("gnmt_length_penalty:negative-alpha", dec.gnmt_length_penalty,
+         lambda: dec.gnmt_length_penalty(torch.tensor([3]), -1.0),
          V, "alpha", "-1.0", ">= 0"),
-    BadInput("beam_search:zero-beam", tf.beam_search,
-         lambda: tf.beam_search(_transformer(), _ids([1, 2]), torch.tensor([2]), 4,
+    BadInput("beam_search:zero-beam", dec.beam_search,
+         lambda: dec.beam_search(_transformer(), _ids([1, 2]), torch.tensor([2]), 4,
                                 beam_size=0),
          V, "beam_size", "got 0", ">= 1"),
-    BadInput("greedy_decode:max_len-beyond-the-model", tf.greedy_decode,
-         lambda: tf.greedy_decode(_transformer(), _ids([1, 2]), torch.tensor([2]), 20),
+    BadInput("greedy_decode:max_len-beyond-the-model", dec.greedy_decode,
+         lambda: dec.greedy_decode(_transformer(), _ids([1, 2]), torch.tensor([2]), 20),
          V, "max_len", "max_len = 20", "the model's max_len = 8"),
-    BadInput("greedy_decode:not-a-transformer", tf.greedy_decode,
-         lambda: tf.greedy_decode(nn.Linear(1, 1), _ids([1, 2]), torch.tensor([2]), 4),
+    BadInput("greedy_decode:not-a-transformer", dec.greedy_decode,
+         lambda: dec.greedy_decode(nn.Linear(1, 1), _ids([1, 2]), torch.tensor([2]), 4),
          T, "model", "Linear", "attnlib Transformer"),
     BadInput("EncoderLayer:feature-size", tf.EncoderLayer,
          lambda: tf.EncoderLayer(8, 2, 16)(_ones(2, 3, 6)),
@@ -789,11 +791,17 @@ CATALOGUE: list[BadInput] = [
 ]
 
 MODULES = {
-    "attnlib.kernel_regression", "attnlib.masking", "attnlib.scoring", "attnlib.attention",
-    "attnlib.multihead", "attnlib.positional", "attnlib.data.vocab", "attnlib.data.batching",
-    "attnlib.data.corpus", "attnlib.data.grammar", "attnlib.data.tasks", "attnlib.seq2seq",
-    "attnlib.training", "attnlib.transformer", "attnlib.efficient", "attnlib.complexity",
-    "attnlib.offset_copy", "attnlib.extrapolation", "attnlib.plot",
+    "attnlib.book.plot",
+    "attnlib.data.vocab", "attnlib.data.batching", "attnlib.data.corpus", "attnlib.data.grammar",
+    "attnlib.data.tasks",
+    "attnlib.blocks.masking", "attnlib.blocks.scoring", "attnlib.blocks.attention",
+    "attnlib.blocks.multihead", "attnlib.blocks.positional", "attnlib.blocks.efficient",
+    "attnlib.models.kernel_regression", "attnlib.models.seq2seq",
+    "attnlib.models.transformer.layers", "attnlib.models.transformer.model",
+    "attnlib.train.decoding", "attnlib.train.metrics", "attnlib.train.recipe",
+    "attnlib.train.seq2seq_loop", "attnlib.train.transformer_loop",
+    "attnlib.experiments.complexity", "attnlib.experiments.offset_copy",
+    "attnlib.experiments.extrapolation",
 }
 
 
@@ -941,10 +949,10 @@ def _transformer_cases(dtype: torch.dtype) -> list[Sweep]:
         Sweep(f"Transformer:fully-padded-sentence:{name}", tf.Transformer,
               lambda: _transformer(dtype)(src, torch.tensor([3, 0]), tgt),
               RAISES, raises="src_lengths[1] = 0: sentence 1 is empty"),
-        Sweep(f"greedy_decode:{name}", tf.greedy_decode,
-              lambda: tf.greedy_decode(_transformer(dtype), src, src_len, 4)),
-        Sweep(f"beam_search:{name}", tf.beam_search,
-              lambda: tf.beam_search(_transformer(dtype), src, src_len, 4, beam_size=3)),
+        Sweep(f"greedy_decode:{name}", dec.greedy_decode,
+              lambda: dec.greedy_decode(_transformer(dtype), src, src_len, 4)),
+        Sweep(f"beam_search:{name}", dec.beam_search,
+              lambda: dec.beam_search(_transformer(dtype), src, src_len, 4, beam_size=3)),
         Sweep(f"FeedForward:big:{name}", tf.FeedForward,
               lambda: _seeded(lambda: tf.FeedForward(8, 16, dtype=dtype))(x)),
     ]
@@ -1116,28 +1124,28 @@ def _training_cases() -> list[Sweep]:
                                   num_encoder_layers=1, num_decoder_layers=1, d_ff=16,
                                   max_len=16)
     return [
-        *[Sweep(f"LabelSmoothingLoss:big:{dtype}:{reduction}", tr.LabelSmoothingLoss,
-                lambda r=reduction, d=dtype: tr.LabelSmoothingLoss(0.1, reduction=r)(
+        *[Sweep(f"LabelSmoothingLoss:big:{dtype}:{reduction}", recipe.LabelSmoothingLoss,
+                lambda r=reduction, d=dtype: recipe.LabelSmoothingLoss(0.1, reduction=r)(
                     logits.to(d), target))
           for reduction in ("mean", "sum", "none") for dtype in (F32, F64)],
-        Sweep("LabelSmoothingLoss:all-padding:sum", tr.LabelSmoothingLoss,
-              lambda: tr.LabelSmoothingLoss(reduction="sum")(logits, torch.zeros_like(target))),
-        Sweep("LabelSmoothingLoss:all-padding:mean", tr.LabelSmoothingLoss,
-              lambda: tr.LabelSmoothingLoss()(logits, torch.zeros_like(target))),
-        Sweep("noam_lr:extremes", tr.noam_lr,
-              lambda: [tr.noam_lr(s, d, w) for s in (1, 10**12) for d in (1, 4096)
+        Sweep("LabelSmoothingLoss:all-padding:sum", recipe.LabelSmoothingLoss,
+              lambda: recipe.LabelSmoothingLoss(reduction="sum")(logits, torch.zeros_like(target))),
+        Sweep("LabelSmoothingLoss:all-padding:mean", recipe.LabelSmoothingLoss,
+              lambda: recipe.LabelSmoothingLoss()(logits, torch.zeros_like(target))),
+        Sweep("noam_lr:extremes", recipe.noam_lr,
+              lambda: [recipe.noam_lr(s, d, w) for s in (1, 10**12) for d in (1, 4096)
                        for w in (1, 10**6)]),
-        Sweep("noam_schedule:first-and-far", tr.noam_schedule,
-              lambda: [tr.noam_schedule(512, 4000)(i) for i in (0, 10**9)]),
-        Sweep("train_transformer:one-epoch", tr.train_transformer,
-              lambda: tr.train_transformer(_seeded(lambda: tf.Transformer(config)), pairs,
+        Sweep("noam_schedule:first-and-far", recipe.noam_schedule,
+              lambda: [recipe.noam_schedule(512, 4000)(i) for i in (0, 10**9)]),
+        Sweep("train_transformer:one-epoch", transformer_loop.train_transformer,
+              lambda: transformer_loop.train_transformer(_seeded(lambda: tf.Transformer(config)), pairs,
                                            *vocabs, epochs=1, batch_size=4, warmup=1)),
-        Sweep("train_seq2seq:one-epoch", tr.train_seq2seq,
-              lambda: tr.train_seq2seq(_seeded(lambda: s2s.Seq2Seq(s2s.Seq2SeqConfig(
+        Sweep("train_seq2seq:one-epoch", seq2seq_loop.train_seq2seq,
+              lambda: seq2seq_loop.train_seq2seq(_seeded(lambda: s2s.Seq2Seq(s2s.Seq2SeqConfig(
                   len(vocabs[0]), len(vocabs[1]), 4, 4, 4))), pairs, *vocabs, epochs=1)),
-        Sweep("bleu:nothing-right", tr.bleu, lambda: tr.bleu(["x y"], ["a b c d"])),
-        Sweep("accuracy_by_length", tr.accuracy_by_length,
-              lambda: tr.accuracy_by_length(["a", "b c"], ["a", "b"], [1, 2])),
+        Sweep("bleu:nothing-right", metrics.bleu, lambda: metrics.bleu(["x y"], ["a b c d"])),
+        Sweep("accuracy_by_length", metrics.accuracy_by_length,
+              lambda: metrics.accuracy_by_length(["a", "b c"], ["a", "b"], [1, 2])),
     ]
 
 
@@ -1163,11 +1171,11 @@ def _other_cases() -> list[Sweep]:
               lambda: kr.fit_bandwidth(kr.NadarayaWatson(0.1).double(), points * 1e4,
                                        points * 1e4, steps=3)),
         Sweep("parameter_count", mh.parameter_count, lambda: mh.parameter_count(512, 8, 64, 32)),
-        Sweep("gnmt_length_penalty:lengths-and-alphas", tf.gnmt_length_penalty,
-              lambda: [tf.gnmt_length_penalty(torch.arange(0, 10**6, 1000), a)
+        Sweep("gnmt_length_penalty:lengths-and-alphas", dec.gnmt_length_penalty,
+              lambda: [dec.gnmt_length_penalty(torch.arange(0, 10**6, 1000), a)
                        for a in (0.0, 0.6, 1.0, 10.0)]),
-        Sweep("gnmt_length_penalty:negative-length", tf.gnmt_length_penalty,
-              lambda: tf.gnmt_length_penalty(torch.tensor([-6]), 0.6),
+        Sweep("gnmt_length_penalty:negative-length", dec.gnmt_length_penalty,
+              lambda: dec.gnmt_length_penalty(torch.tensor([-6]), 0.6),
               RAISES, raises="length must be >= 0 (a number of tokens), got -6"),
         Sweep("softmax_with_temperature:below-float32", mk.softmax_with_temperature,
               lambda: mk.softmax_with_temperature(_ones(2, 3), 1e-50),
@@ -1216,6 +1224,7 @@ NOT_SWEPT = {
     "Masks": "a dataclass of bool masks (make_masks builds it)",
     "TransformerConfig": "a configuration; Transformer is swept",
     "causal_mask": "returns a bool mask",
+    "fix_cpu_kernels": "chooses the CPU kernels PyTorch uses",
     "leave_one_out_mask": "returns a bool mask",
     "lengths_to_mask": "returns a bool mask",
     "padding_mask": "returns a bool mask",
@@ -1262,7 +1271,7 @@ def test_sweep_covers_every_public_name_that_computes() -> None:
     # them computes a floating-point number
     words = {"attnlib.data.vocab", "attnlib.data.batching", "attnlib.data.corpus",
              "attnlib.data.grammar"}
-    assert modules >= MODULES - {"attnlib.plot"} - words
+    assert modules >= MODULES - {"attnlib.book.plot"} - words
 
 
 def test_lookback_accuracy_by_position_has_no_nan_marker() -> None:

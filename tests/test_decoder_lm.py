@@ -6,9 +6,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlib import cache_memory as cm
-from attnlib import lm_tasks as tasks
-from attnlib.decoder_lm import DecoderLM, DecoderLMConfig, LMCache, generate, lm_loss, train_lm
+from attnlib.experiments import cache_memory as cm
+from attnlib.experiments import lm_tasks as tasks
+from attnlib.models.decoder_lm import (
+    DecoderLM,
+    DecoderLMConfig,
+    LMCache,
+    generate,
+    lm_loss,
+    train_lm,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

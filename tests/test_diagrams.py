@@ -2,7 +2,7 @@
 
 None of this needs graphviz: the generator (tools/make_diagrams.py) stamps each SVG with the
 SHA-256 of its source module, of the shared style, of the generator and of the values it draws
-(e.g. attnlib.transformer.CHAPTER7_SIZES), and these tests recompute the stamp. The matplotlib
+(e.g. attnlib.models.transformer.config.CHAPTER7_SIZES), and these tests recompute the stamp. The matplotlib
 diagrams are also redrawn here and compared byte for byte, which checks that their output is
 deterministic. `make diagrams` regenerates every SVG.
 """
@@ -132,7 +132,7 @@ def test_matplotlib_diagram_is_redrawn_byte_for_byte(path: Path) -> None:
 
 def test_transformer_diagram_draws_chapter_7_sizes() -> None:
     """The sizes are read from the model's own constant, not typed into the diagram."""
-    from attnlib.transformer import CHAPTER7_SIZES
+    from attnlib.models.transformer import CHAPTER7_SIZES
 
     path = next(p for p in SOURCES if _module(p).NAME == "transformer")
     values = json.loads(_values(path))

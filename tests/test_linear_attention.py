@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlib import linear_attention as la
+from attnlib.blocks import linear_attention as la
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

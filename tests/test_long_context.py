@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from attnlib import extrapolation as ex
-from attnlib import long_context as lc
-from attnlib.positional import RotaryPositionalEmbedding, _frequencies
+from attnlib.blocks.positional import RotaryPositionalEmbedding, _frequencies
+from attnlib.experiments import extrapolation as ex
+from attnlib.experiments import long_context as lc
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

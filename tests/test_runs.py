@@ -1,6 +1,6 @@
-"""attnlib.runs: runs trained in worker processes give the numbers of runs trained in turn;
+"""attnlib.train.runs: runs trained in worker processes give the numbers of runs trained in turn;
 the worker and thread counts read from the environment; the CPU kernels fixed by
-attnlib.repro.fix_cpu_kernels."""
+attnlib.book.repro.fix_cpu_kernels."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ import pytest
 import torch
 
 from attnlib import data
-from attnlib.runs import Run, default_workers, train_runs
-from attnlib.seq2seq import Seq2Seq, Seq2SeqConfig
-from attnlib.training import train_seq2seq, translate
-from attnlib.transformer import TransformerConfig
+from attnlib.models.seq2seq import Seq2Seq, Seq2SeqConfig
+from attnlib.models.transformer import TransformerConfig
+from attnlib.train.runs import Run, default_workers, train_runs
+from attnlib.train.seq2seq_loop import train_seq2seq
+from attnlib.train.translation import translate
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +116,7 @@ def test_thread_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
         monkeypatch.setenv("ATTNLIB_NUM_THREADS", "1")
         assert attnlib.reproducible(0) == 1 and torch.get_num_threads() == 1
         monkeypatch.delenv("ATTNLIB_NUM_THREADS")
-        assert attnlib.reproducible(0) == attnlib.repro.DEFAULT_NUM_THREADS
+        assert attnlib.reproducible(0) == attnlib.book.repro.DEFAULT_NUM_THREADS
         for bad in ("two", "0", "-1"):
             monkeypatch.setenv("ATTNLIB_NUM_THREADS", bad)
             with pytest.raises(ValueError,
@@ -138,8 +139,8 @@ def _cpu_has_avx2() -> bool:
     return result.stdout.strip() in ("AVX2", "AVX512")
 
 
-FIX = ("import attnlib.repro, torch\n"
-       "print(attnlib.repro.fix_cpu_kernels({path!r}), torch.backends.cpu.get_cpu_capability())")
+FIX = ("import attnlib.book.repro, torch\n"
+       "print(attnlib.book.repro.fix_cpu_kernels({path!r}), torch.backends.cpu.get_cpu_capability())")
 
 
 @pytest.mark.parametrize("flags", ["fpu sse2 avx", "fpu sse2 avx2", None])
@@ -164,7 +165,10 @@ def test_fix_cpu_kernels_chooses_avx2_after_the_imports(tmp_path: Path) -> None:
     path = tmp_path / "cpuinfo"
     path.write_text("processor : 0\nflags : fpu sse2 avx avx2 fma avx512f\n")
     code = ("import attnlib, matplotlib.pyplot, numpy, torch\n"
-            "from attnlib import comparison, data, plot, runs, seq2seq, training, transformer\n"
+            "from attnlib import data\n"
+            "from attnlib.book import plot\n"
+            "from attnlib.models import seq2seq, transformer\n"
+            "from attnlib.train import comparison, runs, seq2seq_loop\n"
             + FIX.format(path=str(path)))
     result = _python(code, "default")
     assert result.returncode == 0, result.stderr
@@ -178,9 +182,9 @@ def test_fix_cpu_kernels_after_a_computation_raises(tmp_path: Path) -> None:
         pytest.skip("this CPU has no AVX2")
     path = tmp_path / "cpuinfo"
     path.write_text("flags : avx2 fma\n")
-    code = ("import torch, attnlib.repro\n"
+    code = ("import torch, attnlib.book.repro\n"
             "torch.ones(64).add_(1)\n"
-            f"attnlib.repro.fix_cpu_kernels({str(path)!r})")
+            f"attnlib.book.repro.fix_cpu_kernels({str(path)!r})")
     result = _python(code, "default")
     assert result.returncode != 0
     assert ("RuntimeError: PyTorch already runs its 'default' CPU kernels, not 'avx2': call "

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlib import lm_tasks as tasks
-from attnlib.decoder_lm import DecoderLM, DecoderLMConfig, generate
-from attnlib.speculative import speculative_decode
+from attnlib.experiments import lm_tasks as tasks
+from attnlib.models.decoder_lm import DecoderLM, DecoderLMConfig, generate
+from attnlib.train.speculative import speculative_decode
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
