@@ -97,8 +97,10 @@ class Transformer(nn.Module):
         return f"tie_embeddings={self.config.tie_embeddings}, " \
                f"share_all_embeddings={self.config.share_all_embeddings}"
 
-    def _embed(self, embedding: nn.Embedding, ids: Tensor, offset: int = 0) -> Tensor:
-        """Scaled embeddings plus positions, then dropout. Shape: (B, L) -> (B, L, D)."""
+    def _embed(
+        self, embedding: nn.Embedding, ids: Tensor, offset: int = 0
+    ) -> Tensor:
+        """Scaled embeddings plus positions, then dropout: (B, L) -> (B, L, D)."""
         x = embedding(ids) * math.sqrt(self.config.d_model)  # (B, L, D)
         out: Tensor = self.positional(x, offset)  # (B, L, D)
         return out
@@ -114,9 +116,11 @@ class Transformer(nn.Module):
             TypeError, ValueError: for a bad ``src`` or ``src_lengths``, see the class.
         """
         c = self.config
-        _check_ids("src", src, src_lengths, c.src_vocab_size, "source", c.max_len)
+        _check_ids("src", src, src_lengths, c.src_vocab_size, "source",
+                   c.max_len)
         masks = make_masks(src_lengths, src.shape[1])
-        memory, _ = self.encoder(self._embed(self.src_embed, src), masks.src_key_padding)
+        x = self._embed(self.src_embed, src)  # (B, S, D)
+        memory, _ = self.encoder(x, masks.src_key_padding)
         return Encoded(memory, src_lengths)
 
     def decode(
@@ -138,15 +142,20 @@ class Transformer(nn.Module):
             TypeError, ValueError: for a bad ``tgt_in`` or ``tgt_lengths``, see the class.
         """
         c = self.config
-        _check_ids("tgt_in", tgt_in, tgt_lengths, c.tgt_vocab_size, "target", c.max_len)
+        _check_ids("tgt_in", tgt_in, tgt_lengths, c.tgt_vocab_size, "target",
+                   c.max_len)
         memory, src_lengths = encoded
         if tgt_in.shape[0] != memory.shape[0]:
-            raise ValueError(f"tgt_in of shape {shape_str(tgt_in.shape)} and the memory of shape "
-                             f"{shape_str(memory.shape)} have different batch sizes B")
-        masks = make_masks(src_lengths, memory.shape[1], tgt_lengths, tgt_in.shape[1])
+            raise ValueError(f"tgt_in of shape {shape_str(tgt_in.shape)} and the "
+                             f"memory of shape {shape_str(memory.shape)} have "
+                             f"different batch sizes B")
+        masks = make_masks(src_lengths, memory.shape[1], tgt_lengths,
+                           tgt_in.shape[1])
         x, self_weights, cross_weights = self.decoder(
-            self._embed(self.tgt_embed, tgt_in), memory, attn_mask=masks.decoder_self,
-            memory_key_padding_mask=masks.src_key_padding, need_weights=need_weights,
+            self._embed(self.tgt_embed, tgt_in), memory,
+            attn_mask=masks.decoder_self,
+            memory_key_padding_mask=masks.src_key_padding,
+            need_weights=need_weights,
         )  # (B, L, D)
         return DecoderOutput(self.output_projection(x), self_weights, cross_weights)
 
