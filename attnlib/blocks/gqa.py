@@ -209,6 +209,15 @@ class GroupedQueryAttention(nn.Module):
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
                 f"num_kv_heads={self.num_kv_heads}")
 
+    def _check_x(self, x: object) -> Tensor:
+        """``x`` must be a (B, L, D) tensor with D = embed_dim."""
+        x = check_tensor("x", x)
+        check_ndim("x", x, 3, "(B, L, D)")
+        if x.shape[-1] != self.embed_dim:
+            raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
+                             f"{self.embed_dim}, got shape {shape_str(x.shape)}")
+        return x
+
     def forward(
         self,
         x: Tensor,
@@ -216,11 +225,7 @@ class GroupedQueryAttention(nn.Module):
         past: tuple[Tensor, Tensor] | None = None,
         offset: int = 0,
     ) -> tuple[Tensor, Tensor, Tensor]:
-        x = check_tensor("x", x)
-        check_ndim("x", x, 3, "(B, L, D)")
-        if x.shape[-1] != self.embed_dim:
-            raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
-                             f"{self.embed_dim}, got shape {shape_str(x.shape)}")
+        x = self._check_x(x)
         q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, L, E)
         k = split_heads(self.k_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
         v = split_heads(self.v_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
