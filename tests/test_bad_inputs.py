@@ -834,7 +834,7 @@ CATALOGUE: list[BadInput] = [
          lambda: qc.dequantize_per_token(_ones(2, 4), _ones(2, 1), F32),
          T, "codes", "torch.float32", "integer dtype"),
     BadInput("QuantizedStore:unknown-format", qc.QuantizedStore,
-         lambda: qc.QuantizedStore("int2"), V, "format", "'int2'", "'int8', 'int4', 'fp8'"),
+         lambda: qc.QuantizedStore("int2"), V, "format", "'int2'", "'bf16', 'fp8', 'int8', 'int4'"),
     BadInput("QuantizedLMCache:unknown-format", qc.QuantizedLMCache,
          lambda: qc.QuantizedLMCache(format="fp4"), V, "format", "'fp4'", "'fp8'"),
     BadInput("bytes_per_vector:no-head", qc.bytes_per_vector,

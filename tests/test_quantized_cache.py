@@ -52,6 +52,9 @@ def test_store_reads_back_what_it_keeps(fmt: str) -> None:
     if fmt == "fp8":
         torch.testing.assert_close(read, x.to(torch.float8_e4m3fn).to(F64), atol=0, rtol=0)
         assert bool(((read - x).abs() <= x.abs() * 2**-4 + 2**-10).all())
+    elif fmt == "bf16":
+        torch.testing.assert_close(read, x.to(torch.bfloat16).to(F64), atol=0, rtol=0)
+        assert bool(((read - x).abs() <= x.abs() * 2**-8).all())
     else:
         codes, scale = qc.quantize_per_token(x, 8 if fmt == "int8" else 4)
         torch.testing.assert_close(read, qc.dequantize_per_token(codes, scale, F64),

@@ -176,6 +176,9 @@ def _context_run(setup: ContextSetup, seed: int, positions: str) -> ContextRun:
     methods = ["alibi"] if positions == "alibi" else [*METHODS, "yarn-32"]
     for method in methods:
         for length in setup.lengths:
+            if length == L and method != methods[0]:  # s = 1: every method is plain RoPE
+                accuracy[method, L, False] = accuracy[methods[0], L, False]
+                continue
             tested = _with_method(model, method, length / L, setup)
             accuracy[method, length, False] = echo_accuracy(tested, length,
                                                             setup.test_lines)[1]

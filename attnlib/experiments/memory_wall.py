@@ -169,11 +169,12 @@ def decode_step_times(model: DecoderLM, batch_sizes: Sequence[int], context: int
                       new_tokens: int = 1, repeats: int = 3, seed: int = 0) -> list[float]:
     """Median seconds of one cached forward pass of ``model``, per batch size, one thread.
 
-    Each batch first reads a random prompt of ``context`` tokens into an
-    :class:`~attnlib.models.decoder_lm.LMCache`; the pass then feeds ``new_tokens`` tokens per
-    sequence (1: a decoding step; k + 1: speculative decoding's check) on a copy of that cache,
-    so every repetition starts from the same state. Times depend on the machine: print them
-    only where a notebook does not compare outputs.
+    Each batch gets an :class:`~attnlib.models.decoder_lm.LMCache` of ``context`` positions
+    filled with random keys and values (only the time matters, and a prefill of every batch
+    would take longer than the steps); the pass then feeds ``new_tokens`` tokens per sequence
+    (1: a decoding step; k + 1: speculative decoding's check) on a copy of that cache, so every
+    repetition starts from the same state. Times depend on the machine: print them only where
+    a notebook does not compare outputs.
 
     Raises:
         ValueError: if a batch size, ``context`` or ``new_tokens`` < 1, or the pass would go
@@ -185,15 +186,20 @@ def decode_step_times(model: DecoderLM, batch_sizes: Sequence[int], context: int
         raise ValueError(f"context + new_tokens must be <= max_len = {model.config.max_len}, "
                          f"got {context} + {new_tokens}")
     generator = torch.Generator().manual_seed(seed)
-    V = model.config.vocab_size
+    c = model.config
+    dtype = model.embedding.weight.dtype
     model.eval()
     seconds = []
     for B in batch_sizes:
         check_int("batch size", B, minimum=1)
-        cache = LMCache()
-        with torch.no_grad():
-            model(torch.randint(0, V, (B, context), generator=generator), cache)
-        token = torch.randint(0, V, (B, new_tokens), generator=generator)
+        shape = (B, c.num_kv_heads, context, c.head_dim)  # (B, H_kv, t, E) per layer
+
+        def random() -> torch.Tensor:
+            return torch.randn(shape, generator=generator, dtype=dtype)  # noqa: B023
+
+        cache = LMCache([random() for _ in range(c.num_layers)],
+                        [random() for _ in range(c.num_layers)], length=context)
+        token = torch.randint(0, c.vocab_size, (B, new_tokens), generator=generator)
         seconds += median_times(partial(_step, model, token, cache), repeats=repeats,
                                 clock="thread", num_threads=1)
     return seconds

@@ -122,15 +122,7 @@ def paged_attention(query: Tensor, cache: PagedKVCache, seqs: Sequence[int]) -> 
         ValueError: if ``query`` is not (B, H, 1, E) with one row per sequence, or a sequence
             is not in the cache.
     """
-    query = check_tensor("query", query)
-    check_ndim("query", query, 4, "(B, H, 1, E)")
-    if query.shape[0] != len(seqs) or query.shape[2] != 1:
-        raise ValueError(f"query must have shape (B, H, 1, E) with B = len(seqs) = {len(seqs)}, "
-                         f"got {shape_str(query.shape)}")
-    missing = [s for s in seqs if s not in cache.tables]
-    if missing:
-        raise ValueError(f"seqs must be sequences in the cache, got {missing[0]!r}, which "
-                         f"holds none")
+    _check_paged_args(query, cache, seqs)
     width = max(len(cache.tables[s]) for s in seqs)
     # (B, width) block ids, padded with block 0 (its slots are masked below)
     table = torch.tensor([cache.tables[s] + [0] * (width - len(cache.tables[s]))
@@ -146,3 +138,16 @@ def paged_attention(query: Tensor, cache: PagedKVCache, seqs: Sequence[int]) -> 
     mask = torch.arange(S)[None, :] < lengths[:, None]  # (B, S): the sequence's positions
     return grouped_query_attention(query, keys.to(query.dtype), values.to(query.dtype),
                                    mask[:, None, None, :])
+
+
+def _check_paged_args(query: object, cache: PagedKVCache, seqs: Sequence[int]) -> None:
+    """The argument checks of :func:`paged_attention`."""
+    query = check_tensor("query", query)
+    check_ndim("query", query, 4, "(B, H, 1, E)")
+    if query.shape[0] != len(seqs) or query.shape[2] != 1:
+        raise ValueError(f"query must have shape (B, H, 1, E) with B = len(seqs) = {len(seqs)}, "
+                         f"got {shape_str(query.shape)}")
+    missing = [s for s in seqs if s not in cache.tables]
+    if missing:
+        raise ValueError(f"seqs must be sequences in the cache, got {missing[0]!r}, which "
+                         f"holds none")

@@ -8,6 +8,8 @@ when attention reads it:
   gets one scale, its largest magnitude over :math:`q_{max} = 2^{b-1} - 1`, and is stored as
   the integers :math:`c = \mathrm{round}(x / s)`, :math:`|c| \le q_{max}`; read back as
   :math:`\hat x = c\, s`. The error per number is at most s / 2. int4 packs two codes a byte.
+- **bfloat16**: each number cast to 16 bits (8 exponent bits, 7 mantissa bits), as served
+  models usually keep their cache; the relative error is at most :math:`2^{-8}`.
 - **FP8** (``float8_e4m3fn``: 4 exponent bits, 3 mantissa bits, largest 448): each number cast
   to 8 bits, read back exactly as stored; the relative error is at most :math:`2^{-4}`, and
   numbers below :math:`2^{-9}` vanish. No scale (a scale of 1, the serving engines' default).
@@ -37,7 +39,7 @@ __all__ = [
     "quantize_per_token",
 ]
 
-FORMATS = ("int8", "int4", "fp8")
+FORMATS = ("bf16", "fp8", "int8", "int4")
 """The storage formats of :class:`QuantizedLMCache`."""
 
 
@@ -54,16 +56,20 @@ def quantize_per_token(x: Tensor, bits: int = 8) -> tuple[Tensor, Tensor]:
         TypeError: if ``x`` is not a floating tensor.
         ValueError: if ``bits`` is not 4 or 8.
     """
-    x = check_tensor("x", x)
-    check_floating("x", x)
-    if bits not in (4, 8):
-        raise ValueError(f"bits must be 4 or 8, got {bits!r}")
+    _check_quantize_args(x, bits)
     q_max = 2 ** (bits - 1) - 1
     largest = x.abs().amax(dim=-1, keepdim=True)  # (..., 1)
     scale = torch.where(largest > 0, largest / q_max, torch.ones_like(largest))
     scale = scale.float()  # stored in float32: 4 bytes per vector
     codes = torch.round(x / scale.to(x.dtype)).clamp(-q_max, q_max)  # (..., E)
     return codes.to(torch.int8), scale
+
+
+def _check_quantize_args(x: object, bits: object) -> None:
+    """The argument checks of :func:`quantize_per_token`."""
+    check_floating("x", check_tensor("x", x))
+    if bits not in (4, 8):
+        raise ValueError(f"bits must be 4 or 8, got {bits!r}")
 
 
 def dequantize_per_token(codes: Tensor, scale: Tensor, dtype: torch.dtype) -> Tensor:
@@ -132,8 +138,9 @@ class QuantizedStore:
         x = check_tensor("x", x)
         check_floating("x", x)
         self._dtype = x.dtype
-        if self.format == "fp8":
-            return _Stored(x.to(torch.float8_e4m3fn), None)
+        if self.format in ("bf16", "fp8"):
+            kind = torch.bfloat16 if self.format == "bf16" else torch.float8_e4m3fn
+            return _Stored(x.to(kind), None)
         codes, scale = quantize_per_token(x, 4 if self.format == "int4" else 8)
         if self.format == "int4":
             if x.shape[-1] % 2:
@@ -171,7 +178,8 @@ class QuantizedStore:
 @dataclass
 class QuantizedLMCache(LMCache):
     """:class:`~attnlib.models.decoder_lm.LMCache` whose keys and values are stored in
-    ``format`` (``"int8"``, ``"int4"`` or ``"fp8"``); pass it to the model as the cache.
+    ``format`` (``"bf16"``, ``"fp8"``, ``"int8"`` or ``"int4"``); pass it to the model as the
+    cache.
 
     ``nbytes()`` counts what is stored (codes and scales), not the dequantized copies the
     model computes with.
@@ -200,6 +208,6 @@ def bytes_per_vector(head_dim: int, format: str) -> int:
     """Bytes one cached vector of E numbers takes in ``format`` (a float32 scale for int)."""
     E = check_int("head_dim", head_dim, minimum=1)
     check_choice("format", format, FORMATS)
-    if format == "fp8":
-        return E
+    if format in ("bf16", "fp8"):
+        return 2 * E if format == "bf16" else E
     return (E if format == "int8" else -(-E // 2)) + 4
