@@ -21,8 +21,9 @@ weights:
   queries and keys by :math:`\sqrt{1/t}`. The paper sets :math:`\alpha = 1, \beta = 32` for
   Llama.
 
-:class:`ScaledRotaryEmbedding` applies any of them where :class:`RotaryPositionalEmbedding`
-stood; with ``method="rope"`` (or s = 1) it is RoPE, bit for bit.
+:class:`ScaledRotaryEmbedding` applies any of them where
+:class:`~attnlib.blocks.positional.RotaryPositionalEmbedding` stood; with ``method="rope"``
+it is RoPE, bit for bit (with s = 1 every method is RoPE, YaRN to rounding).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 METHODS = ("rope", "pi", "ntk", "yarn")
-"""The frequency rules: plain RoPE, position interpolation, NTK-aware base, YaRN."""
+"""The frequency rules, in order plain RoPE, position interpolation, NTK-aware base, YaRN."""
 
 
 def ntk_base(base: float, scale: float, head_dim: int) -> float:

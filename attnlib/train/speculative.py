@@ -67,7 +67,8 @@ class SpeculativeResult:
     accepted: int
     model_passes: int
     betas: tuple[float, ...] = ()
-    r"""Sampling only: :math:`\beta = \sum_x \min(p(x), q(x))` at every proposal checked."""
+    r"""The chance :math:`\beta = \sum_x \min(p(x), q(x))` of keeping each proposal checked
+    (sampling only; empty for greedy decoding)."""
 
     @property
     def acceptance_rate(self) -> float:
