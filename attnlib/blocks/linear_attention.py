@@ -26,7 +26,7 @@ from torch import Tensor
 
 from attnlib._checks import check_int, check_qkv
 from attnlib.blocks.gqa import GroupedQueryAttention, repeat_kv
-from attnlib.blocks.multihead import merge_heads, split_heads
+from attnlib.blocks.multihead import merge_heads
 
 __all__ = [
     "LinearSelfAttention",
@@ -174,12 +174,7 @@ class LinearSelfAttention(GroupedQueryAttention):
         if past is not None:
             raise ValueError("past must be None: linear attention keeps a running state, not a "
                              "key/value cache; run the model without a cache")
-        x = self._check_x(x)
-        q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, L, E)
-        k = split_heads(self.k_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
-        v = split_heads(self.v_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
-        if self.rope is not None:
-            q, k = self.rope(q, offset=offset), self.rope(k, offset=offset)
+        q, k, v = self._project(x, offset)  # (B, H, L, E), (B, H_kv, L, E) x 2
         G = self.num_heads // self.num_kv_heads
         heads = linear_attention(q, repeat_kv(k, G), repeat_kv(v, G), True)  # (B, H, L, E)
         return self.out_proj(merge_heads(heads)), k, v
