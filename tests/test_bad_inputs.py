@@ -35,21 +35,32 @@ from torch import Tensor, nn
 
 import attnlib
 from attnlib import data
+from attnlib.blocks import alibi as al
 from attnlib.blocks import attention as at
 from attnlib.blocks import efficient as ef
+from attnlib.blocks import linear_attention as la
 from attnlib.blocks import masking as mk
 from attnlib.blocks import multihead as mh
 from attnlib.blocks import positional as pe
+from attnlib.blocks import rope_scaling as rs
 from attnlib.blocks import scoring as sc
 from attnlib.book import plot
+from attnlib.experiments import cache_memory as cm
 from attnlib.experiments import complexity as cx
 from attnlib.experiments import extrapolation as ex
+from attnlib.experiments import lm_tasks
+from attnlib.experiments import long_context as lc
+from attnlib.experiments import memory_wall as mw
 from attnlib.experiments import offset_copy as oc
+from attnlib.models import decoder_lm as dlm
 from attnlib.models import kernel_regression as kr
+from attnlib.models import paged_cache as pc
+from attnlib.models import quantized_cache as qc
 from attnlib.models import seq2seq as s2s
 from attnlib.models import transformer as tf
 from attnlib.train import decoding as dec
 from attnlib.train import metrics, recipe, seq2seq_loop, transformer_loop, translation
+from attnlib.train import speculative as sp
 
 F32, F64 = torch.float32, torch.float64
 
@@ -109,6 +120,15 @@ def _mha(dtype: torch.dtype = F32) -> mh.MultiHeadAttention:
     model = _seeded(lambda: mh.MultiHeadAttention(8, 2, dtype=dtype))
     assert isinstance(model, mh.MultiHeadAttention)
     return model
+
+
+def _lm(**changes: Any) -> dlm.DecoderLM:
+    config = dlm.DecoderLMConfig(**{"vocab_size": 4, "d_model": 8, "num_heads": 2,
+                                    "num_kv_heads": 2, "num_layers": 1, "d_ff": 8,
+                                    "max_len": 16, **changes})
+    model = _seeded(lambda: dlm.DecoderLM(config))
+    assert isinstance(model, dlm.DecoderLM)
+    return model.eval()
 
 
 def _vocab() -> data.Vocab:
@@ -778,6 +798,89 @@ CATALOGUE: list[BadInput] = [
     BadInput("train_lookback:zero-lr", ex.train_lookback,
          lambda: ex.train_lookback(ex.LookbackModel(ex.LookbackConfig()), length=8, lr=0.0),
          V, "lr", "got 0.0", "finite and > 0"),
+    # --- rope_scaling, alibi, linear attention (chapter 9) ----------------------------------
+    BadInput("ntk_base:odd-head", rs.ntk_base, lambda: rs.ntk_base(10000.0, 2.0, 7),
+         V, "head_dim", "got 7", "even"),
+    BadInput("yarn_ramp:alpha-above-beta", rs.yarn_ramp,
+         lambda: rs.yarn_ramp(8, 300.0, 32, alpha=4.0, beta=2.0),
+         V, "alpha", "alpha = 4.0", "0 <= alpha < beta"),
+    BadInput("scaled_frequencies:unknown-method", rs.scaled_frequencies,
+         lambda: rs.scaled_frequencies(8, method="linear"),
+         V, "method", "'linear'", "'rope', 'pi', 'ntk', 'yarn'"),
+    BadInput("yarn_attention_factor:zero-scale", rs.yarn_attention_factor,
+         lambda: rs.yarn_attention_factor(0.0), V, "scale", "got 0.0", "finite and > 0"),
+    BadInput("ScaledRotaryEmbedding:yarn-without-length", rs.ScaledRotaryEmbedding,
+         lambda: rs.ScaledRotaryEmbedding(8, method="yarn", scale=2.0),
+         V, "train_length", "got None", "the length trained on"),
+    BadInput("alibi_slopes:no-heads", al.alibi_slopes, lambda: al.alibi_slopes(0),
+         V, "num_heads", "got 0", ">= 1"),
+    BadInput("alibi_bias:2d-slopes", al.alibi_bias,
+         lambda: al.alibi_bias(torch.arange(3), torch.arange(3), _ones(2, 2)),
+         V, "slopes", "(2, 2)", "(H,)"),
+    BadInput("linear_attention_recurrent:value-length", la.linear_attention_recurrent,
+         lambda: la.linear_attention_recurrent(_ones(1, 1, 4, 2), _ones(1, 1, 4, 2),
+                                               _ones(1, 1, 5, 2)),
+         V, "value", "(1, 1, 5, 2)", "(B, H, S, Ev)"),
+    BadInput("LinearSelfAttention:with-a-cache", la.LinearSelfAttention,
+         lambda: la.LinearSelfAttention(8, 2, 2)(_ones(1, 3, 8), past=(_ones(1), _ones(1))),
+         V, "past", "a key/value cache", "must be None"),
+    # --- decoder_lm, caches, speculative sampling (chapter 9) -----------------------------------
+    BadInput("DecoderLMConfig:unknown-attention", dlm.DecoderLMConfig,
+         lambda: dlm.DecoderLMConfig(vocab_size=5, attention="sparse"),
+         V, "attention", "'sparse'", "'softmax', 'linear'"),
+    BadInput("quantize_per_token:three-bits", qc.quantize_per_token,
+         lambda: qc.quantize_per_token(_ones(2, 4), bits=3), V, "bits", "got 3", "4 or 8"),
+    BadInput("dequantize_per_token:float-codes", qc.dequantize_per_token,
+         lambda: qc.dequantize_per_token(_ones(2, 4), _ones(2, 1), F32),
+         T, "codes", "torch.float32", "integer dtype"),
+    BadInput("QuantizedStore:unknown-format", qc.QuantizedStore,
+         lambda: qc.QuantizedStore("int2"), V, "format", "'int2'", "'bf16', 'fp8', 'int8', 'int4'"),
+    BadInput("QuantizedLMCache:unknown-format", qc.QuantizedLMCache,
+         lambda: qc.QuantizedLMCache(format="fp4"), V, "format", "'fp4'", "'fp8'"),
+    BadInput("bytes_per_vector:no-head", qc.bytes_per_vector,
+         lambda: qc.bytes_per_vector(0, "int8"), V, "head_dim", "got 0", ">= 1"),
+    BadInput("PagedKVCache:no-blocks", pc.PagedKVCache, lambda: pc.PagedKVCache(0, 4, 1, 8),
+         V, "num_blocks", "got 0", ">= 1"),
+    BadInput("paged_attention:rows-per-sequence", pc.paged_attention,
+         lambda: pc.paged_attention(_ones(2, 2, 1, 8), pc.PagedKVCache(2, 4, 1, 8), [0]),
+         V, "query", "(2, 2, 1, 8)", "B = len(seqs) = 1"),
+    BadInput("accept_or_resample:shapes", sp.accept_or_resample,
+         lambda: sp.accept_or_resample(_ones(2, 3) / 3, _ones(2, 4) / 4, _ids([0, 1])[0]),
+         V, "q", "(2, 4)", "(N, V) = (2, 3)"),
+    BadInput("expected_tokens_per_pass:alpha", sp.expected_tokens_per_pass,
+         lambda: sp.expected_tokens_per_pass(1.5, 2), V, "alpha", "1.5", "in [0, 1]"),
+    BadInput("goodness_of_fit:shapes", sp.goodness_of_fit,
+         lambda: sp.goodness_of_fit(_ones(3), _ones(4) / 4), V, "counts", "(3)", "one shape"),
+    BadInput("speculative_sample:temperature", sp.speculative_sample,
+         lambda: sp.speculative_sample(_lm(), _lm(), _ids([0, 1]), 2, temperature=0.0),
+         V, "temperature", "got 0.0", "finite and > 0"),
+    # --- chapter 9's experiments ----------------------------------------------------------------
+    BadInput("varied_echo:vocabulary-too-small", lm_tasks.varied_echo,
+         lambda: lm_tasks.varied_echo(2, 10, 3, 30, vocab_size=20),
+         V, "vocab_size", "got 20", ">= 30"),
+    BadInput("allocation_waste:too-long", cm.allocation_waste,
+         lambda: cm.allocation_waste([4, 40], max_len=32),
+         V, "lengths[1]", "got 40", "<= max_len = 32"),
+    BadInput("decode_cost:no-context", mw.decode_cost,
+         lambda: mw.decode_cost(mw.PUBLISHED["Mistral 7B"], 0), V, "context", "got 0", ">= 1"),
+    BadInput("prefill_cost:no-tokens", mw.prefill_cost,
+         lambda: mw.prefill_cost(mw.PUBLISHED["Mistral 7B"], 0), V, "tokens", "got 0", ">= 1"),
+    BadInput("decode_step_times:past-max-len", mw.decode_step_times,
+         lambda: mw.decode_step_times(_lm(), [1], context=16), V, "context + new_tokens",
+         "16 + 1", "<= max_len = 16"),
+    BadInput("ContextSetup:too-short-max-len", lc.ContextSetup,
+         lambda: lc.ContextSetup(train_length=64), V, "max_len", "got 128", "256"),
+    BadInput("extend_context:alibi-model", lc.extend_context,
+         lambda: lc.extend_context(_lm(alibi=True), "pi", 2.0, 8),
+         V, "model", "alibi=True", "must use RoPE"),
+    BadInput("echo_accuracy:short", lc.echo_accuracy, lambda: lc.echo_accuracy(_lm(), 2),
+         V, "length", "got 2", ">= 4"),
+    BadInput("context_run:unknown-positions", lc.context_run,
+         lambda: lc.context_run(lc.ContextSetup(), 0, "learned"),
+         V, "positions", "'learned'", "'rope', 'alibi'"),
+    BadInput("context_study:no-seeds", lc.context_study,
+         lambda: lc.context_study(lc.ContextSetup(), []), V, "seeds", "got none",
+         "at least one seed"),
     # --- plot -------------------------------------------------------------------------------
     BadInput("heatmap:3d-weights", plot.heatmap,
          lambda: plot.heatmap(torch.zeros(2, 3, 4)),

@@ -209,13 +209,8 @@ class GroupedQueryAttention(nn.Module):
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
                 f"num_kv_heads={self.num_kv_heads}")
 
-    def forward(
-        self,
-        x: Tensor,
-        attn_mask: Tensor | None = None,
-        past: tuple[Tensor, Tensor] | None = None,
-        offset: int = 0,
-    ) -> tuple[Tensor, Tensor, Tensor]:
+    def _project(self, x: object, offset: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries (B, H, L, E), keys and values (B, H_kv, L, E) of ``x`` (B, L, D), with RoPE."""
         x = check_tensor("x", x)
         check_ndim("x", x, 3, "(B, L, D)")
         if x.shape[-1] != self.embed_dim:
@@ -226,6 +221,16 @@ class GroupedQueryAttention(nn.Module):
         v = split_heads(self.v_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
         if self.rope is not None:
             q, k = self.rope(q, offset=offset), self.rope(k, offset=offset)
+        return q, k, v
+
+    def forward(
+        self,
+        x: Tensor,
+        attn_mask: Tensor | None = None,
+        past: tuple[Tensor, Tensor] | None = None,
+        offset: int = 0,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        q, k, v = self._project(x, offset)  # (B, H, L, E), (B, H_kv, L, E) x 2
         keys, values = k, v
         if past is not None:
             keys = torch.cat((past[0], k), dim=2)  # (B, H_kv, P + L, E)
