@@ -29,8 +29,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_choice, check_floating, check_int, check_ndim, check_tensor, \
-    shape_str
+from attnlib._checks import (
+    check_choice,
+    check_floating,
+    check_int,
+    check_ndim,
+    check_tensor,
+    shape_str,
+)
 
 __all__ = ["DeltaNet", "delta_rule_chunked", "delta_rule_recurrent"]
 
@@ -98,14 +104,22 @@ def delta_rule_recurrent(
     memory = query.new_zeros(B, H, E, value.shape[-1]) if state is None else state
     outputs = []
     for t in range(L):
-        k, q = key[:, :, t], query[:, :, t]  # (B, H, E)
-        if decay is not None:
-            memory = decay[:, :, t, None, None] * memory  # forget first
-        read = (k[:, :, None, :] @ memory)[:, :, 0]  # what M holds under k: (B, H, Ev)
-        error = beta[:, :, t, None] * (value[:, :, t] - read)  # (B, H, Ev)
-        memory = memory + k[..., :, None] * error[..., None, :]  # (B, H, E, Ev)
-        outputs.append((q[:, :, None, :] @ memory)[:, :, 0])  # (B, H, Ev)
+        alpha = None if decay is None else decay[:, :, t]
+        memory, out = _delta_step(memory, query[:, :, t], key[:, :, t], value[:, :, t],
+                                  beta[:, :, t], alpha)
+        outputs.append(out)  # (B, H, Ev)
     return torch.stack(outputs, dim=2), memory  # (B, H, L, Ev), (B, H, E, Ev)
+
+
+def _delta_step(memory: Tensor, q: Tensor, k: Tensor, v: Tensor, beta: Tensor,
+                alpha: Tensor | None) -> tuple[Tensor, Tensor]:
+    """One token: memory (B, H, E, Ev); q, k (B, H, E); v (B, H, Ev); beta, alpha (B, H)."""
+    if alpha is not None:
+        memory = alpha[..., None, None] * memory  # forget first
+    read = (k[..., None, :] @ memory)[..., 0, :]  # what M holds under k: (B, H, Ev)
+    error = beta[..., None] * (v - read)  # write only the difference
+    memory = memory + k[..., :, None] * error[..., None, :]  # (B, H, E, Ev)
+    return memory, (q[..., None, :] @ memory)[..., 0, :]  # and o = M^T q: (B, H, Ev)
 
 
 def delta_rule_chunked(

@@ -231,19 +231,26 @@ class CausalSelfAttention(nn.Module):
         G = self.num_heads // self.num_kv_heads
         k_rot, v_rep = k_rot.repeat_interleave(G, 1), v.repeat_interleave(G, 1)  # H heads
         mask = self._mask(q_abs, k_abs).to(x.device)  # (L, S)
-        if self.sink_logits is not None:
-            heads, weights = attention_with_sink(q_rot, k_rot, v_rep, self.sink_logits, mask)
-        else:
-            weights = _scores(q_rot, k_rot, mask).softmax(dim=-1)  # (B, H, L, S)
-            heads = weights @ v_rep  # (B, H, L, E)
-        if self.g_proj is not None:  # Qiu et al.'s gate, from the layer's input
-            heads = heads * torch.sigmoid(self._split(self.g_proj(x), self.num_heads))
+        heads, weights = self._heads(x, q_rot, k_rot, v_rep, mask)  # (B, H, L, E)
         out = self.out_proj(heads.transpose(1, 2).reshape(B, L, self.embed_dim))
         if self.window is not None and S > self.window:  # evict: keep sinks + recent
             s, recent = self.sink_tokens, self.window - self.sink_tokens
             keep = torch.cat((torch.arange(s), torch.arange(S - recent, S))).to(x.device)
             k, v = k.index_select(2, keep), v.index_select(2, keep)
         return out, weights, KVState(k, v, seen + L)
+
+    def _heads(self, x: Tensor, q: Tensor, k: Tensor, v: Tensor, mask: Tensor
+               ) -> tuple[Tensor, Tensor]:
+        """Each head's output and weights: softmax (or with the sink), then the gate."""
+        if self.sink_logits is not None:  # gpt-oss: one more logit, value zero
+            heads, weights = attention_with_sink(q, k, v, self.sink_logits, mask)
+        else:
+            weights = _scores(q, k, mask).softmax(dim=-1)  # (B, H, L, S)
+            heads = weights @ v  # (B, H, L, E)
+        if self.g_proj is not None:  # Qiu et al.: a sigmoid of the layer's input
+            gate = torch.sigmoid(self._split(self.g_proj(x), self.num_heads))
+            heads = heads * gate  # element by element, per head
+        return heads, weights
 
     def forward(self, x: Tensor, state: KVState | None = None) -> tuple[Tensor, KVState]:
         out, _, new_state = self._attend(x, state)

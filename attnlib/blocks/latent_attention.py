@@ -145,5 +145,7 @@ class MultiHeadLatentAttention(nn.Module):
         weights = self._weights(content, position, mask)
         mixed = weights @ latent[:, None]  # the latents averaged: (B, H, L, d_c)
         W_ov = torch.einsum("dhe,hec->hcd", W_o, W_uv)  # W^UV folded into W^O
-        out = torch.einsum("bhlc,hcd->bld", mixed, W_ov)  # (B, L, D)
-        return out + self.out_proj.bias if self.out_proj.bias is not None else out
+        out: Tensor = torch.einsum("bhlc,hcd->bld", mixed, W_ov)  # (B, L, D)
+        if self.out_proj.bias is not None:
+            out = out + self.out_proj.bias
+        return out

@@ -112,4 +112,5 @@ def write_and_read(pairs: int, dim: int, rule: str, seed: int = 0) -> Tensor:
         beta = torch.ones(1, 1, pairs, dtype=torch.float64)
         memory = delta_rule_recurrent(keys, keys, values, beta)[1][0, 0]
     read = keys[0, 0] @ memory  # (pairs, dim): row i = what key i reads
-    return (read - values[0, 0]).norm(dim=-1) / values[0, 0].norm(dim=-1)
+    error: Tensor = (read - values[0, 0]).norm(dim=-1) / values[0, 0].norm(dim=-1)
+    return error

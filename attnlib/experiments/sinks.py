@@ -27,7 +27,7 @@ from torch import Tensor
 from attnlib._checks import check_int, check_ndim, check_tensor
 from attnlib.blocks.gated_attention import CausalSelfAttention
 from attnlib.decoder_lm import DecoderLM, train_lm
-from attnlib.models.mixer_lm import MixerCache, MixerLM
+from attnlib.models.mixer_lm import MixerBlock, MixerCache, MixerLM
 
 __all__ = ["BOS", "TRIGGERS", "backcopy_targets", "backcopy_text", "first_token_mass",
            "is_trigger", "loss_by_position", "train"]
@@ -110,6 +110,7 @@ def first_token_mass(model: MixerLM, tokens: Tensor, where: Tensor) -> Tensor:
     masses = []
     x = model.embedding(tokens)
     for block in model.blocks:
+        assert isinstance(block, MixerBlock)
         mixer = block.mixer
         if not isinstance(mixer, CausalSelfAttention):
             raise TypeError(f"every mixer must be a CausalSelfAttention, got "
@@ -134,6 +135,7 @@ def loss_by_position(model: MixerLM, tokens: Tensor, window: int | None = None,
     """
     streamed = copy.deepcopy(model)
     for block in streamed.blocks:
+        assert isinstance(block, MixerBlock)
         mixer = block.mixer
         if isinstance(mixer, CausalSelfAttention):
             mixer.window, mixer.sink_tokens = window, sink_tokens
