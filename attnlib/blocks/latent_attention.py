@@ -131,7 +131,8 @@ class MultiHeadLatentAttention(nn.Module):
         v = self.v_up(latent).view(B, S, H, E).transpose(1, 2)  # (B, H, S, E)
         weights = self._weights(q @ k.transpose(-2, -1), position, mask)
         heads = weights @ v  # (B, H, L, E)
-        return self.out_proj(heads.transpose(1, 2).flatten(2))  # (B, L, D)
+        out: Tensor = self.out_proj(heads.transpose(1, 2).flatten(2))  # (B, L, D)
+        return out
 
     def _absorbed(self, q: Tensor, position: Tensor, latent: Tensor, mask: Tensor
                   ) -> Tensor:
