@@ -10,13 +10,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlib import linear_attention as la
+from attnlib.blocks import linear_attention as la
 from attnlib.blocks.delta_rule import DeltaNet, delta_rule_chunked, delta_rule_recurrent
 from attnlib.blocks.gated_attention import CausalSelfAttention, attention_with_sink, gated_attention
 from attnlib.blocks.latent_attention import MultiHeadLatentAttention, mla_cache_elements
-from attnlib.decoder_lm import DecoderLM, DecoderLMConfig
 from attnlib.experiments import recall as rc
 from attnlib.experiments import sinks as sk
+from attnlib.models.decoder_lm import DecoderLM, DecoderLMConfig
 from attnlib.models.mixer_lm import MixerCache, MixerLM
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -1,6 +1,6 @@
 r"""The delta rule {Schlag et al. 2021; Yang et al. 2024}: a fast-weight memory that overwrites.
 
-Causal linear attention (:mod:`attnlib.linear_attention`) keeps one matrix per head and adds
+Causal linear attention (:mod:`attnlib.blocks.linear_attention`) keeps one matrix per head and adds
 :math:`k_t v_t^\top` to it at every token, so two values stored under similar keys pile up.
 The delta rule first reads what the memory holds under :math:`k_t`, then writes only the
 difference, with a strength :math:`\beta_t \in [0, 1]`:

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from attnlib._checks import check_floating, check_int, check_ndim, check_tensor, shape_str
-from attnlib.positional import RotaryPositionalEmbedding
+from attnlib.blocks.positional import RotaryPositionalEmbedding
 
 __all__ = ["CausalSelfAttention", "KVState", "attention_with_sink", "gated_attention"]
 
@@ -138,7 +138,7 @@ class KVState:
 class CausalSelfAttention(nn.Module):
     r"""Causal self-attention with RoPE and grouped key/value heads, and today's options.
 
-    With the defaults it computes what :class:`attnlib.gqa.GroupedQueryAttention` computes in
+    With the defaults it computes what :class:`attnlib.blocks.gqa.GroupedQueryAttention` computes in
     chapter 9's decoder (the unit tests compare the two with copied weights).
 
     Args:

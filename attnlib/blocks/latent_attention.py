@@ -36,7 +36,7 @@ import torch
 from torch import Tensor, nn
 
 from attnlib._checks import check_int, check_ndim, check_tensor, shape_str
-from attnlib.positional import RotaryPositionalEmbedding
+from attnlib.blocks.positional import RotaryPositionalEmbedding
 
 __all__ = ["MultiHeadLatentAttention", "mla_cache_elements"]
 

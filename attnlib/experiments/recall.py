@@ -21,7 +21,7 @@ from torch import Tensor
 
 from attnlib._checks import check_choice, check_int
 from attnlib.blocks.delta_rule import delta_rule_recurrent
-from attnlib.decoder_lm import DecoderLM, train_lm
+from attnlib.models.decoder_lm import DecoderLM, train_lm
 from attnlib.models.mixer_lm import MixerLM
 
 __all__ = ["recall_accuracy", "recall_task", "train_recall", "write_and_read"]

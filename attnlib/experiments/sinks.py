@@ -26,7 +26,7 @@ from torch import Tensor
 
 from attnlib._checks import check_int, check_ndim, check_tensor
 from attnlib.blocks.gated_attention import CausalSelfAttention
-from attnlib.decoder_lm import DecoderLM, train_lm
+from attnlib.models.decoder_lm import DecoderLM, train_lm
 from attnlib.models.mixer_lm import MixerBlock, MixerCache, MixerLM
 
 __all__ = ["BOS", "TRIGGERS", "backcopy_targets", "backcopy_text", "first_token_mass",

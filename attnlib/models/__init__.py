@@ -5,5 +5,6 @@
 * :mod:`attnlib.models.seq2seq`: the GRU encoder-decoder with additive attention;
 * :mod:`attnlib.models.transformer`: the Transformer, one idea a module;
 * :mod:`attnlib.models.kv_cache`: what a decoding step keeps for the next one;
-* :mod:`attnlib.models.decoder_lm`: a small decoder-only language model.
+* :mod:`attnlib.models.decoder_lm`: a small decoder-only language model;
+* :mod:`attnlib.models.mixer_lm`: the same decoder with any attention (or DeltaNet) per layer.
 """

@@ -1,6 +1,6 @@
 r"""A decoder-only language model whose layers may mix tokens in different ways.
 
-Chapter 9's decoder (:mod:`attnlib.decoder_lm`) with one change: each block's attention is
+Chapter 9's decoder (:mod:`attnlib.models.decoder_lm`) with one change: each block's attention is
 any *token mixer*, a module called as ``mixer(x, state) -> (output, state)``:
 :class:`~attnlib.blocks.gated_attention.CausalSelfAttention` (softmax attention, with or
 without gates, sinks and windows), :class:`~attnlib.blocks.latent_attention.MultiHeadLatentAttention`,
@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from attnlib._checks import check_int, check_token_ids
-from attnlib.transformer import FeedForward
+from attnlib.models.transformer.layers import FeedForward
 
 __all__ = ["MixerBlock", "MixerCache", "MixerLM", "state_nbytes"]
 
