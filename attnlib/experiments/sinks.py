@@ -36,7 +36,7 @@ BOS = 26
 """The start token's id, after the 26 letters."""
 
 TRIGGERS = (0, 1, 2)
-"""The trigger letters a, b, c: the letter after one copies the letter before it."""
+"""The ids of the trigger letters a, b and c (the letter after one copies the letter before it)."""
 
 
 def _bigram_table(seed: int = 0, successors: int = 3) -> Tensor:
