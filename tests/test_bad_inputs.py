@@ -37,7 +37,10 @@ import attnlib
 from attnlib import data
 from attnlib.blocks import alibi as al
 from attnlib.blocks import attention as at
+from attnlib.blocks import delta_rule as dr
 from attnlib.blocks import efficient as ef
+from attnlib.blocks import gated_attention as ga
+from attnlib.blocks import latent_attention as mla
 from attnlib.blocks import linear_attention as la
 from attnlib.blocks import masking as mk
 from attnlib.blocks import multihead as mh
@@ -52,8 +55,11 @@ from attnlib.experiments import lm_tasks
 from attnlib.experiments import long_context as lc
 from attnlib.experiments import memory_wall as mw
 from attnlib.experiments import offset_copy as oc
+from attnlib.experiments import recall as rc
+from attnlib.experiments import sinks as sk
 from attnlib.models import decoder_lm as dlm
 from attnlib.models import kernel_regression as kr
+from attnlib.models import mixer_lm as mx
 from attnlib.models import paged_cache as pc
 from attnlib.models import quantized_cache as qc
 from attnlib.models import seq2seq as s2s
@@ -891,6 +897,78 @@ CATALOGUE: list[BadInput] = [
     BadInput("heatmaps:title-count", plot.heatmaps,
          lambda: plot.heatmaps([torch.zeros(2, 3), torch.zeros(2, 3)], ["one"]),
          V, "titles", "1 titles", "one entry per matrix"),
+    # --- chapter 10: delta rule, gated attention, latent attention, mixer LM, tasks --------
+    BadInput("delta_rule_recurrent:beta-above-one", dr.delta_rule_recurrent,
+         lambda: dr.delta_rule_recurrent(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                         2 * _ones(1, 1, 3)),
+         V, "beta", "values outside", "[0, 1]"),
+    BadInput("delta_rule_recurrent:value-length", dr.delta_rule_recurrent,
+         lambda: dr.delta_rule_recurrent(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 5, 2),
+                                         _ones(1, 1, 3)),
+         V, "value", "(1, 1, 5, 2)", "(1, 1, 3, Ev)"),
+    BadInput("delta_rule_chunked:zero-decay", dr.delta_rule_chunked,
+         lambda: dr.delta_rule_chunked(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                       _ones(1, 1, 3), torch.zeros(1, 1, 3)),
+         V, "decay", "values outside", "(0, 1]"),
+    BadInput("delta_rule_chunked:state-shape", dr.delta_rule_chunked,
+         lambda: dr.delta_rule_chunked(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                       _ones(1, 1, 3), state=_ones(1, 1, 2, 4)),
+         V, "state", "(1, 1, 2, 4)", "(1, 1, 4, 2)"),
+    BadInput("delta_rule_chunked:zero-chunk", dr.delta_rule_chunked,
+         lambda: dr.delta_rule_chunked(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                       _ones(1, 1, 3), chunk_size=0),
+         V, "chunk_size", "got 0", ">= 1"),
+    BadInput("DeltaNet:unknown-rule", dr.DeltaNet,
+         lambda: dr.DeltaNet(8, 2, rule="sum"),
+         V, "rule", "'sum'", "'delta', 'linear'"),
+    BadInput("DeltaNet:feature-size", dr.DeltaNet,
+         lambda: dr.DeltaNet(8, 2)(_ones(1, 3, 6)),
+         V, "x", "(1, 3, 6)", "embed_dim = 8"),
+    BadInput("attention_with_sink:sink-shape", ga.attention_with_sink,
+         lambda: ga.attention_with_sink(_ones(1, 2, 3, 4), _ones(1, 2, 3, 4), _ones(1, 2, 3, 4),
+                                        _ones(3)),
+         V, "sink_logits", "(3)", "(H,) = (2,)"),
+    BadInput("gated_attention:gate-shape", ga.gated_attention,
+         lambda: ga.gated_attention(_ones(1, 2, 3, 4), _ones(1, 2, 3, 4), _ones(1, 2, 3, 4),
+                                    _ones(1, 2, 3, 5)),
+         V, "gate_logits", "(1, 2, 3, 5)", "(1, 2, 3, 4)"),
+    BadInput("gated_attention:key-size", ga.gated_attention,
+         lambda: ga.gated_attention(_ones(1, 2, 3, 4), _ones(1, 2, 3, 6), _ones(1, 2, 3, 4),
+                                    _ones(1, 2, 3, 4)),
+         V, "key", "(1, 2, 3, 6)", "(1, 2, S, 4)"),
+    BadInput("CausalSelfAttention:sinks-without-window", ga.CausalSelfAttention,
+         lambda: ga.CausalSelfAttention(8, 2, sink_tokens=2),
+         V, "sink_tokens", "sink_tokens = 2", "below window"),
+    BadInput("CausalSelfAttention:feature-size", ga.CausalSelfAttention,
+         lambda: ga.CausalSelfAttention(8, 2)(_ones(1, 3, 6)),
+         V, "x", "(1, 3, 6)", "embed_dim = 8"),
+    BadInput("MultiHeadLatentAttention:zero-latent", mla.MultiHeadLatentAttention,
+         lambda: mla.MultiHeadLatentAttention(8, 2, 4, 0, 2),
+         V, "latent_dim", "got 0", ">= 1"),
+    BadInput("MultiHeadLatentAttention:2d-x", mla.MultiHeadLatentAttention,
+         lambda: mla.MultiHeadLatentAttention(8, 2, 4, 4, 2)(_ones(3, 8)),
+         V, "x", "(3, 8)", "(B, L, D)"),
+    BadInput("mla_cache_elements:float-layers", mla.mla_cache_elements,
+         lambda: mla.mla_cache_elements(2.0, 4, 2),
+         T, "num_layers", "float", "an int"),
+    BadInput("MixerLM:no-mixers", mx.MixerLM,
+         lambda: mx.MixerLM(10, [], d_ff=8),
+         V, "mixers", "got none", "at least one"),
+    BadInput("MixerLM:token-outside-vocabulary", mx.MixerLM,
+         lambda: mx.MixerLM(10, [ga.CausalSelfAttention(8, 2)], d_ff=8)(_ids([1, 12])),
+         V, "tokens", "id 12", "[0, 10)"),
+    BadInput("backcopy_text:length-one", sk.backcopy_text,
+         lambda: sk.backcopy_text(2, 1),
+         V, "length", "got 1", ">= 2"),
+    BadInput("backcopy_targets:1d-tokens", sk.backcopy_targets,
+         lambda: sk.backcopy_targets(torch.tensor([1, 2])),
+         V, "tokens", "(2)", "(B, L)"),
+    BadInput("recall_task:too-many-queries", rc.recall_task,
+         lambda: rc.recall_task(2, 3, queries=5),
+         V, "queries", "queries = 5", "queries <= pairs"),
+    BadInput("write_and_read:unknown-rule", rc.write_and_read,
+         lambda: rc.write_and_read(4, 4, "product"),
+         V, "rule", "'product'", "'sum', 'delta'"),
 ]
 
 MODULES = {

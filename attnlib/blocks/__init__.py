@@ -12,5 +12,8 @@ Above ``attnlib.data``, below ``attnlib.models``. In the order of the chapters:
   :mod:`attnlib.blocks.alibi`: positions past the training length;
 * :mod:`attnlib.blocks.efficient`: the online softmax, tiled attention, and measuring them;
 * :mod:`attnlib.blocks.gqa`, :mod:`attnlib.blocks.sliding_window`,
-  :mod:`attnlib.blocks.linear_attention`: the attention of today's language models.
+  :mod:`attnlib.blocks.linear_attention`: the attention of today's language models;
+* :mod:`attnlib.blocks.latent_attention`, :mod:`attnlib.blocks.gated_attention`,
+  :mod:`attnlib.blocks.delta_rule`: latent keys and values, gates and sinks, the delta rule
+  (chapter 10).
 """

@@ -7,5 +7,6 @@
 * :mod:`attnlib.models.kv_cache`: what a decoding step keeps for the next one;
 * :mod:`attnlib.models.decoder_lm`: a small decoder-only language model;
 * :mod:`attnlib.models.quantized_cache` and :mod:`attnlib.models.paged_cache`: its cache as
-  servers keep it, in fewer bits and in blocks.
+  servers keep it, in fewer bits and in blocks;
+* :mod:`attnlib.models.mixer_lm`: the same decoder with any attention (or DeltaNet) per layer.
 """
