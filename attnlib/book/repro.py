@@ -67,7 +67,7 @@ def _mkl_code_path() -> str | None:
     first. ``None`` where this PyTorch has no MKL (ARM, macOS builds).
     """
     libs = sorted(Path(torch.__file__).parent.joinpath("lib").glob("libtorch_cpu.*"))
-    if not torch.backends.mkl.is_available() or not libs:
+    if not libs:
         return None
     try:
         get = ctypes.CDLL(str(libs[0])).mkl_serv_cbwr_get
