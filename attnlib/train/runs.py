@@ -5,8 +5,8 @@ A chapter that compares models over seeds trains several models that never talk 
 weights, losses and translations as training them one after another in the notebook's process:
 each run starts from ``torch.manual_seed(run.init_seed)``, its trainer is deterministic given
 its seed, and every worker uses the caller's thread count, and the caller's CPU kernels, because
-the workers inherit the environment (``ATEN_CPU_CAPABILITY`` included). Only the wall-clock
-time changes with the number of workers; ``tests/test_runs.py`` checks that the weights are
+the workers inherit the environment (``ATEN_CPU_CAPABILITY`` and ``MKL_CBWR`` included). Only the
+wall-clock time changes with the number of workers; ``tests/test_runs.py`` checks that the weights are
 bit-identical with one worker and with two.
 
 The workers are started with ``spawn`` (a fresh interpreter, never ``fork``, which is unsafe in a
