@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 
 # One set of run-time settings for executing and for verifying notebooks.
 # ATTNLIB_NUM_THREADS is read by attnlib.reproducible() in each chapter's first cell.
-# Progress bars stay on where a reader would see them (nbval ignores them: attnlib/progress.py);
+# Progress bars stay on where a reader would see them (nbval ignores them: attnlib/book/progress.py);
 # only `make execute` turns them off, so the stored outputs and the HTML carry none.
 export ATTNLIB_NUM_THREADS ?= 2
 export PYTHONHASHSEED := 0

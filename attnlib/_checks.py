@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from typing import Literal
 
 import torch
 from torch import Tensor
@@ -167,3 +168,190 @@ def check_token_ids(name: str, tokens: object, num_symbols: int) -> Tensor:
         raise ValueError(f"{name} must be ids in [0, num_symbols) = [0, {num_symbols}), "
                          f"got id {int(t[outside][0])}")
     return t
+
+
+def check_mask(
+    name: str,
+    mask: object,
+    target_shape: Sequence[int] | torch.Size,
+    *,
+    dtype: torch.dtype | None = None,
+    expected: str | None = None,
+) -> Tensor:
+    """Check that ``mask`` is a valid attention mask for scores of shape ``target_shape``.
+
+    A valid mask is a bool tensor (True = may attend) or a floating-point tensor (added to the
+    scores), whose shape broadcasts to ``target_shape`` without enlarging it.
+
+    Args:
+        name: the argument's name, used in error messages.
+        mask: the value to check.
+        target_shape: the shape of the scores the mask is applied to.
+        dtype: if given, a float mask must have this dtype (the scores' dtype), so that adding
+            it does not silently promote the scores.
+        expected: the target shape in the book's letters, e.g. ``"(B, H, L, S)"``, for messages.
+
+    Returns:
+        ``mask``, typed as a tensor.
+
+    Raises:
+        TypeError: if ``mask`` is not a tensor, has an integer or complex dtype, or is a float
+            mask whose dtype differs from ``dtype``.
+        ValueError: if ``mask`` does not broadcast to ``target_shape``.
+    """
+    mask = check_tensor(name, mask)
+    if mask.dtype != torch.bool and not mask.is_floating_point():
+        raise TypeError(
+            f"{name} must be a bool tensor (True = may attend) or a floating-point tensor "
+            f"added to the scores, got dtype {mask.dtype}"
+        )
+    if mask.is_floating_point() and dtype is not None and mask.dtype != dtype:
+        raise TypeError(
+            f"{name} is a float mask of dtype {mask.dtype}, but the scores have dtype {dtype}; "
+            f"a float mask must have the scores' dtype"
+        )
+    target = torch.Size(target_shape)
+    try:
+        broadcast: torch.Size | None = torch.broadcast_shapes(mask.shape, target)  # type: ignore[no-untyped-call]
+    except RuntimeError:
+        broadcast = None
+    if broadcast != target:
+        letters = f"{expected} " if expected else ""
+        raise ValueError(
+            f"{name} of shape {shape_str(mask.shape)} does not broadcast to the scores' shape "
+            f"{letters}{shape_str(target)}"
+        )
+    return mask
+
+
+#: The shapes :func:`check_qkv` accepts, in the book's letters: query, key, value, scores.
+QKV_LAYOUTS: dict[str, tuple[str, str, str, str]] = {
+    # any batch dimensions (...) that broadcast, as torch's scaled_dot_product_attention
+    "broadcast": ("(..., L, E)", "(..., S, E)", "(..., S, Ev)", "(..., L, S)"),
+    # heads: every query head has its own key/value head
+    "heads": ("(B, H, L, E)", "(B, H, S, E)", "(B, H, S, Ev)", "(B, H, L, S)"),
+    # grouped: H_kv key/value heads, each shared by H / H_kv query heads
+    "grouped": ("(B, H, L, E)", "(B, H_kv, S, E)", "(B, H_kv, S, Ev)", "(B, H, L, S)"),
+    # self-attention: the keys are the queries' positions (S = L)
+    "self": ("(B, H, L, E)", "(B, H, L, E)", "(B, H, L, Ev)", "(B, H, L, L)"),
+}
+
+
+def check_qkv(
+    query: object,
+    key: object,
+    value: object,
+    *,
+    layout: Literal["broadcast", "heads", "grouped", "self"] = "broadcast",
+    attn_mask: object = None,
+    is_causal: object = False,
+    causal_needs_l_eq_s: bool = False,
+    need_keys: bool = False,
+) -> Tensor | None:
+    """The one check of the query, key, value and mask of every attention function.
+
+    Each of query, key and value must be a floating-point tensor of the ``layout``'s shape
+    (:data:`QKV_LAYOUTS`), key and value of query's dtype; query and key must agree in E, key
+    and value in S and in their batch (and head) sizes. ``attn_mask``, if given, must broadcast
+    to the scores' shape (:func:`check_mask`), and not come with ``is_causal=True``.
+
+    Args:
+        layout: ``"broadcast"`` (..., L, E), ``"heads"`` (B, H, L, E) with as many key/value
+            heads, ``"grouped"`` (B, H_kv, S, E) keys and values with H_kv dividing H, or
+            ``"self"``: keys of the query's own shape (self-attention).
+        attn_mask: the mask to check, or None.
+        is_causal: must be a bool; True may not be given with a mask.
+        causal_needs_l_eq_s: refuse ``is_causal`` with L != S (a causal form that only exists
+            for self-attention).
+        need_keys: refuse S = 0 (an attention over no key is not defined).
+
+    Returns:
+        ``attn_mask``, typed as a tensor (or None).
+
+    Raises:
+        TypeError: a non-tensor, a non-floating tensor, key or value of another dtype than
+            query, a non-bool ``is_causal``, or a mask of a wrong dtype (:func:`check_mask`).
+        ValueError: a wrong number of dimensions, sizes that do not fit (the message names the
+            tensor, its shape and the shape expected), a mask that does not broadcast, or a
+            mask with ``is_causal``.
+    """
+    letters = QKV_LAYOUTS[layout]
+    tensors = []
+    for name, t, expected in zip(("query", "key", "value"), (query, key, value), letters,
+                                 strict=False):
+        t = check_tensor(name, t)
+        check_floating(name, t)
+        if layout == "broadcast":
+            if t.ndim < 2:
+                raise ValueError(f"{name} must have at least 2 dimensions {expected}, got "
+                                 f"shape {shape_str(t.shape)}")
+        else:
+            check_ndim(name, t, 4, expected)
+        tensors.append(t)
+    q, k, v = tensors
+    for name, t in (("key", k), ("value", v)):
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name} must have query's dtype {q.dtype}, got {t.dtype} (query of "
+                            f"shape {shape_str(q.shape)}, {name} of shape {shape_str(t.shape)})")
+    if layout == "broadcast":
+        _check_qkv_broadcast(q, k, v)
+    else:
+        _check_qkv_heads(q, k, v, layout)
+    L, S = q.shape[-2], k.shape[-2]
+    if need_keys and S == 0:
+        raise ValueError(f"key must hold at least one position, got shape {shape_str(k.shape)}")
+    if not isinstance(is_causal, bool):
+        raise TypeError(f"is_causal must be a bool, got {type(is_causal).__name__}")
+    if is_causal and causal_needs_l_eq_s and L != S:
+        raise ValueError(f"is_causal needs L == S, got query {shape_str(q.shape)} and key "
+                         f"{shape_str(k.shape)}")
+    if attn_mask is None:
+        return None
+    if is_causal:
+        raise ValueError("attn_mask and is_causal=True cannot both be given (as in PyTorch); "
+                         "pass causal_mask(L, S) & attn_mask as attn_mask instead")
+    if layout == "broadcast":
+        # Against the scores' batch dimensions (query's and key's), not value's: PyTorch's
+        # kernels fail on a mask that would enlarge the scores.
+        batch = tuple(torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]))  # type: ignore[no-untyped-call]
+    else:
+        batch = tuple(q.shape[:2])
+    return check_mask("attn_mask", attn_mask, (*batch, L, S), dtype=q.dtype,
+                      expected=letters[3])
+
+
+def _check_qkv_broadcast(q: Tensor, k: Tensor, v: Tensor) -> None:
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"query and key must have the same size E (query (..., L, E), key "
+                         f"(..., S, E)), got query of shape {shape_str(q.shape)} and key of "
+                         f"shape {shape_str(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"key and value must have the same length S (key (..., S, E), value "
+                         f"(..., S, Ev)), got key of shape {shape_str(k.shape)} and value of "
+                         f"shape {shape_str(v.shape)}")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])  # type: ignore[no-untyped-call]
+    except RuntimeError:
+        raise ValueError(f"the batch dimensions (...) of query, key and value must broadcast, "
+                         f"got query of shape {shape_str(q.shape)}, key of shape "
+                         f"{shape_str(k.shape)} and value of shape {shape_str(v.shape)}") from None
+
+
+def _check_qkv_heads(q: Tensor, k: Tensor, v: Tensor, layout: str) -> None:
+    _, key_letters, value_letters, _ = QKV_LAYOUTS[layout]
+    B, H, L, E = q.shape
+    heads: int | str = "H_kv" if layout == "grouped" else H
+    length: int | str = L if layout == "self" else "S"
+    want = (B, heads, length, E)
+    if any(isinstance(w, int) and w != got for w, got in zip(want, k.shape, strict=True)):
+        raise ValueError(f"key must have shape {key_letters} = {shape_str(want)} for query of "
+                         f"shape {shape_str(q.shape)}, got {shape_str(k.shape)}")
+    if v.shape[:3] != k.shape[:3]:
+        raise ValueError(f"value must have shape {value_letters} = "
+                         f"{shape_str((*k.shape[:3], 'Ev'))} to match key of shape "
+                         f"{shape_str(k.shape)}, got {shape_str(v.shape)}")
+    H_kv = k.shape[1]
+    if layout == "grouped" and (H_kv == 0 or H % H_kv):
+        raise ValueError(f"key's head count H_kv must divide query's H, got key "
+                         f"{shape_str(k.shape)} (H_kv = {H_kv}) and query "
+                         f"{shape_str(q.shape)} (H = {H})")

@@ -28,10 +28,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import attnlib
-from attnlib.efficient import naive_attention, peak_memory, tiled_attention
-from attnlib.gqa import grouped_query_attention
-from attnlib.multihead import MultiHeadAttention
-from attnlib.sliding_window import sliding_window_attention, sliding_window_mask
+from attnlib.blocks.efficient import naive_attention, peak_memory, tiled_attention
+from attnlib.blocks.gqa import grouped_query_attention
+from attnlib.blocks.multihead import MultiHeadAttention
+from attnlib.blocks.sliding_window import sliding_window_attention, sliding_window_mask
 
 
 @dataclass
@@ -218,7 +218,7 @@ def bench_transformer(reps: int) -> list[Result]:
 
 
 def bench_decoding(reps: int) -> list[Result]:
-    from attnlib.decoding import greedy_decode
+    from attnlib.train.decoding import greedy_decode
 
     torch.manual_seed(0)
     config = attnlib.TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=256,

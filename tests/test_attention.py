@@ -1,4 +1,4 @@
-"""Tests for attnlib.attention.scaled_dot_product_attention against PyTorch's, and its properties."""
+"""Tests for attnlib.blocks.attention.scaled_dot_product_attention against PyTorch's, and its properties."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib.attention import _attend, scaled_dot_product_attention
-from attnlib.masking import causal_mask, padding_mask
+from attnlib.blocks.attention import _attend, scaled_dot_product_attention
+from attnlib.blocks.masking import causal_mask, padding_mask
 
 # Deterministic in CI: the same examples on every run.
 PROPERTY = settings(deadline=None, max_examples=30, derandomize=True)

@@ -1,4 +1,4 @@
-"""Tests for chapter 2's attention pooling: attnlib.scoring.AttentionPooling (note 003's learnable
+"""Tests for chapter 2's attention pooling: attnlib.blocks.scoring.AttentionPooling (note 003's learnable
 query) and attnlib.data.object_region_task, the task the chapter trains it on.
 
 AttentionPooling is tested against its other forms: scaled dot-product attention with one
@@ -14,10 +14,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlib.attention import scaled_dot_product_attention
+from attnlib.blocks.attention import scaled_dot_product_attention
+from attnlib.blocks.masking import lengths_to_mask
+from attnlib.blocks.scoring import AttentionPooling, hard_attention
 from attnlib.data import RegionTask, object_region_task
-from attnlib.masking import lengths_to_mask
-from attnlib.scoring import AttentionPooling, hard_attention
 
 B, S, E = 3, 6, 4
 

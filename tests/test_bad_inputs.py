@@ -34,20 +34,39 @@ from hypothesis import strategies as st
 from torch import Tensor, nn
 
 import attnlib
-from attnlib import attention as at
-from attnlib import complexity as cx
-from attnlib import data, plot
-from attnlib import efficient as ef
-from attnlib import extrapolation as ex
-from attnlib import kernel_regression as kr
-from attnlib import masking as mk
-from attnlib import multihead as mh
-from attnlib import offset_copy as oc
-from attnlib import positional as pe
-from attnlib import scoring as sc
-from attnlib import seq2seq as s2s
-from attnlib import training as tr
-from attnlib import transformer as tf
+from attnlib import data
+from attnlib.blocks import alibi as al
+from attnlib.blocks import attention as at
+from attnlib.blocks import delta_rule as dr
+from attnlib.blocks import efficient as ef
+from attnlib.blocks import gated_attention as ga
+from attnlib.blocks import latent_attention as mla
+from attnlib.blocks import linear_attention as la
+from attnlib.blocks import masking as mk
+from attnlib.blocks import multihead as mh
+from attnlib.blocks import positional as pe
+from attnlib.blocks import rope_scaling as rs
+from attnlib.blocks import scoring as sc
+from attnlib.book import plot
+from attnlib.experiments import cache_memory as cm
+from attnlib.experiments import complexity as cx
+from attnlib.experiments import extrapolation as ex
+from attnlib.experiments import lm_tasks
+from attnlib.experiments import long_context as lc
+from attnlib.experiments import memory_wall as mw
+from attnlib.experiments import offset_copy as oc
+from attnlib.experiments import recall as rc
+from attnlib.experiments import sinks as sk
+from attnlib.models import decoder_lm as dlm
+from attnlib.models import kernel_regression as kr
+from attnlib.models import mixer_lm as mx
+from attnlib.models import paged_cache as pc
+from attnlib.models import quantized_cache as qc
+from attnlib.models import seq2seq as s2s
+from attnlib.models import transformer as tf
+from attnlib.train import decoding as dec
+from attnlib.train import metrics, recipe, seq2seq_loop, transformer_loop, translation
+from attnlib.train import speculative as sp
 
 F32, F64 = torch.float32, torch.float64
 
@@ -107,6 +126,15 @@ def _mha(dtype: torch.dtype = F32) -> mh.MultiHeadAttention:
     model = _seeded(lambda: mh.MultiHeadAttention(8, 2, dtype=dtype))
     assert isinstance(model, mh.MultiHeadAttention)
     return model
+
+
+def _lm(**changes: Any) -> dlm.DecoderLM:
+    config = dlm.DecoderLMConfig(**{"vocab_size": 4, "d_model": 8, "num_heads": 2,
+                                    "num_kv_heads": 2, "num_layers": 1, "d_ff": 8,
+                                    "max_len": 16, **changes})
+    model = _seeded(lambda: dlm.DecoderLM(config))
+    assert isinstance(model, dlm.DecoderLM)
+    return model.eval()
 
 
 def _vocab() -> data.Vocab:
@@ -551,44 +579,44 @@ CATALOGUE: list[BadInput] = [
          lambda: s2s.greedy_decode(_seq2seq(), _ids([1, 2]), torch.tensor([2]), 0, 1, 2),
          V, "max_len", "got 0", ">= 1"),
     # --- training ---------------------------------------------------------------------------
-    BadInput("LabelSmoothingLoss:smoothing-one", tr.LabelSmoothingLoss,
-         lambda: tr.LabelSmoothingLoss(1.0),
+    BadInput("LabelSmoothingLoss:smoothing-one", recipe.LabelSmoothingLoss,
+         lambda: recipe.LabelSmoothingLoss(1.0),
          V, "smoothing", "1.0", "in [0, 1)"),
-    BadInput("LabelSmoothingLoss:unknown-reduction", tr.LabelSmoothingLoss,
-         lambda: tr.LabelSmoothingLoss(reduction="avg"),
+    BadInput("LabelSmoothingLoss:unknown-reduction", recipe.LabelSmoothingLoss,
+         lambda: recipe.LabelSmoothingLoss(reduction="avg"),
          V, "reduction", "'avg'", "'mean', 'sum' or 'none'"),
-    BadInput("LabelSmoothingLoss:target-shape", tr.LabelSmoothingLoss,
-         lambda: tr.LabelSmoothingLoss()(_ones(2, 3, 5), torch.zeros(2, 4, dtype=torch.long)),
+    BadInput("LabelSmoothingLoss:target-shape", recipe.LabelSmoothingLoss,
+         lambda: recipe.LabelSmoothingLoss()(_ones(2, 3, 5), torch.zeros(2, 4, dtype=torch.long)),
          V, "target", "(2, 4)", "must agree in (...)"),
-    BadInput("LabelSmoothingLoss:target-outside-vocabulary", tr.LabelSmoothingLoss,
-         lambda: tr.LabelSmoothingLoss()(_ones(2, 3, 5), torch.full((2, 3), 7)),
+    BadInput("LabelSmoothingLoss:target-outside-vocabulary", recipe.LabelSmoothingLoss,
+         lambda: recipe.LabelSmoothingLoss()(_ones(2, 3, 5), torch.full((2, 3), 7)),
          V, "target", "got id 7", "[0, V) = [0, 5) or ignore_index"),
-    BadInput("LabelSmoothingLoss:float-target", tr.LabelSmoothingLoss,
-         lambda: tr.LabelSmoothingLoss()(_ones(2, 3, 5), torch.zeros(2, 3)),
+    BadInput("LabelSmoothingLoss:float-target", recipe.LabelSmoothingLoss,
+         lambda: recipe.LabelSmoothingLoss()(_ones(2, 3, 5), torch.zeros(2, 3)),
          T, "target", "torch.float32", "integer class ids"),
-    BadInput("noam_lr:step-zero", tr.noam_lr,
-         lambda: tr.noam_lr(0, 512, 4000),
+    BadInput("noam_lr:step-zero", recipe.noam_lr,
+         lambda: recipe.noam_lr(0, 512, 4000),
          V, "step", "got 0", ">= 1"),
-    BadInput("noam_schedule:zero-warmup", tr.noam_schedule,
-         lambda: tr.noam_schedule(512, 0),
+    BadInput("noam_schedule:zero-warmup", recipe.noam_schedule,
+         lambda: recipe.noam_schedule(512, 0),
          V, "warmup", "got 0", ">= 1"),
-    BadInput("bleu:different-lengths", tr.bleu,
-         lambda: tr.bleu(["a b"], ["a b", "c"]),
+    BadInput("bleu:different-lengths", metrics.bleu,
+         lambda: metrics.bleu(["a b"], ["a b", "c"]),
          V, "references", "2 references", "the same length"),
-    BadInput("accuracy_by_length:bins-not-increasing", tr.accuracy_by_length,
-         lambda: tr.accuracy_by_length(["a"], ["a"], [1], bins=[3, 1]),
+    BadInput("accuracy_by_length:bins-not-increasing", metrics.accuracy_by_length,
+         lambda: metrics.accuracy_by_length(["a"], ["a"], [1], bins=[3, 1]),
          V, "bins", "[3, 1]", "strictly increasing"),
-    BadInput("accuracy_by_length:lengths-count", tr.accuracy_by_length,
-         lambda: tr.accuracy_by_length(["a"], ["a"], [1, 2]),
+    BadInput("accuracy_by_length:lengths-count", metrics.accuracy_by_length,
+         lambda: metrics.accuracy_by_length(["a"], ["a"], [1, 2]),
          V, "lengths", "got 2", "one entry per hypothesis (1)"),
-    BadInput("translate:empty-sentence", tr.translate,
-         lambda: tr.translate(nn.Linear(1, 1), ["我 爱", ""], _vocab(), _vocab()),
+    BadInput("translate:empty-sentence", translation.translate,
+         lambda: translation.translate(nn.Linear(1, 1), ["我 爱", ""], _vocab(), _vocab()),
          V, "sentences[1]", "is empty", "at least one token"),
-    BadInput("train_seq2seq:zero-lr", tr.train_seq2seq,
-         lambda: tr.train_seq2seq(nn.Linear(1, 1), [], _vocab(), _vocab(), epochs=1, lr=0.0),
+    BadInput("train_seq2seq:zero-lr", seq2seq_loop.train_seq2seq,
+         lambda: seq2seq_loop.train_seq2seq(nn.Linear(1, 1), [], _vocab(), _vocab(), epochs=1, lr=0.0),
          V, "lr", "got 0.0", "finite and > 0"),
-    BadInput("train_transformer:not-a-transformer", tr.train_transformer,
-         lambda: tr.train_transformer(nn.Linear(1, 1), [], _vocab(), _vocab(), epochs=1),
+    BadInput("train_transformer:not-a-transformer", transformer_loop.train_transformer,
+         lambda: transformer_loop.train_transformer(nn.Linear(1, 1), [], _vocab(), _vocab(), epochs=1),
          T, "model", "Linear", "config.d_model"),
     # --- transformer ------------------------------------------------------------------------
     BadInput("TransformerConfig:heads-do-not-divide", tf.TransformerConfig,
@@ -630,18 +658,18 @@ CATALOGUE: list[BadInput] = [
     BadInput("Transformer:config-not-a-config", tf.Transformer,
          lambda: tf.Transformer(TINY),
          T, "config", "dict", "TransformerConfig"),
-    BadInput("gnmt_length_penalty:negative-alpha", tf.gnmt_length_penalty,
-         lambda: tf.gnmt_length_penalty(torch.tensor([3]), -1.0),
+    BadInput("gnmt_length_penalty:negative-alpha", dec.gnmt_length_penalty,
+         lambda: dec.gnmt_length_penalty(torch.tensor([3]), -1.0),
          V, "alpha", "-1.0", ">= 0"),
-    BadInput("beam_search:zero-beam", tf.beam_search,
-         lambda: tf.beam_search(_transformer(), _ids([1, 2]), torch.tensor([2]), 4,
+    BadInput("beam_search:zero-beam", dec.beam_search,
+         lambda: dec.beam_search(_transformer(), _ids([1, 2]), torch.tensor([2]), 4,
                                 beam_size=0),
          V, "beam_size", "got 0", ">= 1"),
-    BadInput("greedy_decode:max_len-beyond-the-model", tf.greedy_decode,
-         lambda: tf.greedy_decode(_transformer(), _ids([1, 2]), torch.tensor([2]), 20),
+    BadInput("greedy_decode:max_len-beyond-the-model", dec.greedy_decode,
+         lambda: dec.greedy_decode(_transformer(), _ids([1, 2]), torch.tensor([2]), 20),
          V, "max_len", "max_len = 20", "the model's max_len = 8"),
-    BadInput("greedy_decode:not-a-transformer", tf.greedy_decode,
-         lambda: tf.greedy_decode(nn.Linear(1, 1), _ids([1, 2]), torch.tensor([2]), 4),
+    BadInput("greedy_decode:not-a-transformer", dec.greedy_decode,
+         lambda: dec.greedy_decode(nn.Linear(1, 1), _ids([1, 2]), torch.tensor([2]), 4),
          T, "model", "Linear", "attnlib Transformer"),
     BadInput("EncoderLayer:feature-size", tf.EncoderLayer,
          lambda: tf.EncoderLayer(8, 2, 16)(_ones(2, 3, 6)),
@@ -776,6 +804,89 @@ CATALOGUE: list[BadInput] = [
     BadInput("train_lookback:zero-lr", ex.train_lookback,
          lambda: ex.train_lookback(ex.LookbackModel(ex.LookbackConfig()), length=8, lr=0.0),
          V, "lr", "got 0.0", "finite and > 0"),
+    # --- rope_scaling, alibi, linear attention (chapter 9) ----------------------------------
+    BadInput("ntk_base:odd-head", rs.ntk_base, lambda: rs.ntk_base(10000.0, 2.0, 7),
+         V, "head_dim", "got 7", "even"),
+    BadInput("yarn_ramp:alpha-above-beta", rs.yarn_ramp,
+         lambda: rs.yarn_ramp(8, 300.0, 32, alpha=4.0, beta=2.0),
+         V, "alpha", "alpha = 4.0", "0 <= alpha < beta"),
+    BadInput("scaled_frequencies:unknown-method", rs.scaled_frequencies,
+         lambda: rs.scaled_frequencies(8, method="linear"),
+         V, "method", "'linear'", "'rope', 'pi', 'ntk', 'yarn'"),
+    BadInput("yarn_attention_factor:zero-scale", rs.yarn_attention_factor,
+         lambda: rs.yarn_attention_factor(0.0), V, "scale", "got 0.0", "finite and > 0"),
+    BadInput("ScaledRotaryEmbedding:yarn-without-length", rs.ScaledRotaryEmbedding,
+         lambda: rs.ScaledRotaryEmbedding(8, method="yarn", scale=2.0),
+         V, "train_length", "got None", "the length trained on"),
+    BadInput("alibi_slopes:no-heads", al.alibi_slopes, lambda: al.alibi_slopes(0),
+         V, "num_heads", "got 0", ">= 1"),
+    BadInput("alibi_bias:2d-slopes", al.alibi_bias,
+         lambda: al.alibi_bias(torch.arange(3), torch.arange(3), _ones(2, 2)),
+         V, "slopes", "(2, 2)", "(H,)"),
+    BadInput("linear_attention_recurrent:value-length", la.linear_attention_recurrent,
+         lambda: la.linear_attention_recurrent(_ones(1, 1, 4, 2), _ones(1, 1, 4, 2),
+                                               _ones(1, 1, 5, 2)),
+         V, "value", "(1, 1, 5, 2)", "(B, H, S, Ev)"),
+    BadInput("LinearSelfAttention:with-a-cache", la.LinearSelfAttention,
+         lambda: la.LinearSelfAttention(8, 2, 2)(_ones(1, 3, 8), past=(_ones(1), _ones(1))),
+         V, "past", "a key/value cache", "must be None"),
+    # --- decoder_lm, caches, speculative sampling (chapter 9) -----------------------------------
+    BadInput("DecoderLMConfig:unknown-attention", dlm.DecoderLMConfig,
+         lambda: dlm.DecoderLMConfig(vocab_size=5, attention="sparse"),
+         V, "attention", "'sparse'", "'softmax', 'linear'"),
+    BadInput("quantize_per_token:three-bits", qc.quantize_per_token,
+         lambda: qc.quantize_per_token(_ones(2, 4), bits=3), V, "bits", "got 3", "4 or 8"),
+    BadInput("dequantize_per_token:float-codes", qc.dequantize_per_token,
+         lambda: qc.dequantize_per_token(_ones(2, 4), _ones(2, 1), F32),
+         T, "codes", "torch.float32", "integer dtype"),
+    BadInput("QuantizedStore:unknown-format", qc.QuantizedStore,
+         lambda: qc.QuantizedStore("int2"), V, "format", "'int2'", "'bf16', 'fp8', 'int8', 'int4'"),
+    BadInput("QuantizedLMCache:unknown-format", qc.QuantizedLMCache,
+         lambda: qc.QuantizedLMCache(format="fp4"), V, "format", "'fp4'", "'fp8'"),
+    BadInput("bytes_per_vector:no-head", qc.bytes_per_vector,
+         lambda: qc.bytes_per_vector(0, "int8"), V, "head_dim", "got 0", ">= 1"),
+    BadInput("PagedKVCache:no-blocks", pc.PagedKVCache, lambda: pc.PagedKVCache(0, 4, 1, 8),
+         V, "num_blocks", "got 0", ">= 1"),
+    BadInput("paged_attention:rows-per-sequence", pc.paged_attention,
+         lambda: pc.paged_attention(_ones(2, 2, 1, 8), pc.PagedKVCache(2, 4, 1, 8), [0]),
+         V, "query", "(2, 2, 1, 8)", "B = len(seqs) = 1"),
+    BadInput("accept_or_resample:shapes", sp.accept_or_resample,
+         lambda: sp.accept_or_resample(_ones(2, 3) / 3, _ones(2, 4) / 4, _ids([0, 1])[0]),
+         V, "q", "(2, 4)", "(N, V) = (2, 3)"),
+    BadInput("expected_tokens_per_pass:alpha", sp.expected_tokens_per_pass,
+         lambda: sp.expected_tokens_per_pass(1.5, 2), V, "alpha", "1.5", "in [0, 1]"),
+    BadInput("goodness_of_fit:shapes", sp.goodness_of_fit,
+         lambda: sp.goodness_of_fit(_ones(3), _ones(4) / 4), V, "counts", "(3)", "one shape"),
+    BadInput("speculative_sample:temperature", sp.speculative_sample,
+         lambda: sp.speculative_sample(_lm(), _lm(), _ids([0, 1]), 2, temperature=0.0),
+         V, "temperature", "got 0.0", "finite and > 0"),
+    # --- chapter 9's experiments ----------------------------------------------------------------
+    BadInput("varied_echo:vocabulary-too-small", lm_tasks.varied_echo,
+         lambda: lm_tasks.varied_echo(2, 10, 3, 30, vocab_size=20),
+         V, "vocab_size", "got 20", ">= 30"),
+    BadInput("allocation_waste:too-long", cm.allocation_waste,
+         lambda: cm.allocation_waste([4, 40], max_len=32),
+         V, "lengths[1]", "got 40", "<= max_len = 32"),
+    BadInput("decode_cost:no-context", mw.decode_cost,
+         lambda: mw.decode_cost(mw.PUBLISHED["Mistral 7B"], 0), V, "context", "got 0", ">= 1"),
+    BadInput("prefill_cost:no-tokens", mw.prefill_cost,
+         lambda: mw.prefill_cost(mw.PUBLISHED["Mistral 7B"], 0), V, "tokens", "got 0", ">= 1"),
+    BadInput("decode_step_times:past-max-len", mw.decode_step_times,
+         lambda: mw.decode_step_times(_lm(), [1], context=16), V, "context + new_tokens",
+         "16 + 1", "<= max_len = 16"),
+    BadInput("ContextSetup:too-short-max-len", lc.ContextSetup,
+         lambda: lc.ContextSetup(train_length=64), V, "max_len", "got 128", "256"),
+    BadInput("extend_context:alibi-model", lc.extend_context,
+         lambda: lc.extend_context(_lm(alibi=True), "pi", 2.0, 8),
+         V, "model", "alibi=True", "must use RoPE"),
+    BadInput("echo_accuracy:short", lc.echo_accuracy, lambda: lc.echo_accuracy(_lm(), 2),
+         V, "length", "got 2", ">= 4"),
+    BadInput("context_run:unknown-positions", lc.context_run,
+         lambda: lc.context_run(lc.ContextSetup(), 0, "learned"),
+         V, "positions", "'learned'", "'rope', 'alibi'"),
+    BadInput("context_study:no-seeds", lc.context_study,
+         lambda: lc.context_study(lc.ContextSetup(), []), V, "seeds", "got none",
+         "at least one seed"),
     # --- plot -------------------------------------------------------------------------------
     BadInput("heatmap:3d-weights", plot.heatmap,
          lambda: plot.heatmap(torch.zeros(2, 3, 4)),
@@ -786,14 +897,92 @@ CATALOGUE: list[BadInput] = [
     BadInput("heatmaps:title-count", plot.heatmaps,
          lambda: plot.heatmaps([torch.zeros(2, 3), torch.zeros(2, 3)], ["one"]),
          V, "titles", "1 titles", "one entry per matrix"),
+    # --- chapter 10: delta rule, gated attention, latent attention, mixer LM, tasks --------
+    BadInput("delta_rule_recurrent:beta-above-one", dr.delta_rule_recurrent,
+         lambda: dr.delta_rule_recurrent(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                         2 * _ones(1, 1, 3)),
+         V, "beta", "values outside", "[0, 1]"),
+    BadInput("delta_rule_recurrent:value-length", dr.delta_rule_recurrent,
+         lambda: dr.delta_rule_recurrent(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 5, 2),
+                                         _ones(1, 1, 3)),
+         V, "value", "(1, 1, 5, 2)", "(1, 1, 3, Ev)"),
+    BadInput("delta_rule_chunked:zero-decay", dr.delta_rule_chunked,
+         lambda: dr.delta_rule_chunked(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                       _ones(1, 1, 3), torch.zeros(1, 1, 3)),
+         V, "decay", "values outside", "(0, 1]"),
+    BadInput("delta_rule_chunked:state-shape", dr.delta_rule_chunked,
+         lambda: dr.delta_rule_chunked(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                       _ones(1, 1, 3), state=_ones(1, 1, 2, 4)),
+         V, "state", "(1, 1, 2, 4)", "(1, 1, 4, 2)"),
+    BadInput("delta_rule_chunked:zero-chunk", dr.delta_rule_chunked,
+         lambda: dr.delta_rule_chunked(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                       _ones(1, 1, 3), chunk_size=0),
+         V, "chunk_size", "got 0", ">= 1"),
+    BadInput("DeltaNet:unknown-rule", dr.DeltaNet,
+         lambda: dr.DeltaNet(8, 2, rule="sum"),
+         V, "rule", "'sum'", "'delta', 'linear'"),
+    BadInput("DeltaNet:feature-size", dr.DeltaNet,
+         lambda: dr.DeltaNet(8, 2)(_ones(1, 3, 6)),
+         V, "x", "(1, 3, 6)", "embed_dim = 8"),
+    BadInput("attention_with_sink:sink-shape", ga.attention_with_sink,
+         lambda: ga.attention_with_sink(_ones(1, 2, 3, 4), _ones(1, 2, 3, 4), _ones(1, 2, 3, 4),
+                                        _ones(3)),
+         V, "sink_logits", "(3)", "(H,) = (2,)"),
+    BadInput("gated_attention:gate-shape", ga.gated_attention,
+         lambda: ga.gated_attention(_ones(1, 2, 3, 4), _ones(1, 2, 3, 4), _ones(1, 2, 3, 4),
+                                    _ones(1, 2, 3, 5)),
+         V, "gate_logits", "(1, 2, 3, 5)", "(1, 2, 3, 4)"),
+    BadInput("gated_attention:key-size", ga.gated_attention,
+         lambda: ga.gated_attention(_ones(1, 2, 3, 4), _ones(1, 2, 3, 6), _ones(1, 2, 3, 4),
+                                    _ones(1, 2, 3, 4)),
+         V, "key", "(1, 2, 3, 6)", "(1, 2, S, 4)"),
+    BadInput("CausalSelfAttention:sinks-without-window", ga.CausalSelfAttention,
+         lambda: ga.CausalSelfAttention(8, 2, sink_tokens=2),
+         V, "sink_tokens", "sink_tokens = 2", "below window"),
+    BadInput("CausalSelfAttention:feature-size", ga.CausalSelfAttention,
+         lambda: ga.CausalSelfAttention(8, 2)(_ones(1, 3, 6)),
+         V, "x", "(1, 3, 6)", "embed_dim = 8"),
+    BadInput("MultiHeadLatentAttention:zero-latent", mla.MultiHeadLatentAttention,
+         lambda: mla.MultiHeadLatentAttention(8, 2, 4, 0, 2),
+         V, "latent_dim", "got 0", ">= 1"),
+    BadInput("MultiHeadLatentAttention:2d-x", mla.MultiHeadLatentAttention,
+         lambda: mla.MultiHeadLatentAttention(8, 2, 4, 4, 2)(_ones(3, 8)),
+         V, "x", "(3, 8)", "(B, L, D)"),
+    BadInput("mla_cache_elements:float-layers", mla.mla_cache_elements,
+         lambda: mla.mla_cache_elements(2.0, 4, 2),
+         T, "num_layers", "float", "an int"),
+    BadInput("MixerLM:no-mixers", mx.MixerLM,
+         lambda: mx.MixerLM(10, [], d_ff=8),
+         V, "mixers", "got none", "at least one"),
+    BadInput("MixerLM:token-outside-vocabulary", mx.MixerLM,
+         lambda: mx.MixerLM(10, [ga.CausalSelfAttention(8, 2)], d_ff=8)(_ids([1, 12])),
+         V, "tokens", "id 12", "[0, 10)"),
+    BadInput("backcopy_text:length-one", sk.backcopy_text,
+         lambda: sk.backcopy_text(2, 1),
+         V, "length", "got 1", ">= 2"),
+    BadInput("backcopy_targets:1d-tokens", sk.backcopy_targets,
+         lambda: sk.backcopy_targets(torch.tensor([1, 2])),
+         V, "tokens", "(2)", "(B, L)"),
+    BadInput("recall_task:too-many-queries", rc.recall_task,
+         lambda: rc.recall_task(2, 3, queries=5),
+         V, "queries", "queries = 5", "queries <= pairs"),
+    BadInput("write_and_read:unknown-rule", rc.write_and_read,
+         lambda: rc.write_and_read(4, 4, "product"),
+         V, "rule", "'product'", "'sum', 'delta'"),
 ]
 
 MODULES = {
-    "attnlib.kernel_regression", "attnlib.masking", "attnlib.scoring", "attnlib.attention",
-    "attnlib.multihead", "attnlib.positional", "attnlib.data.vocab", "attnlib.data.batching",
-    "attnlib.data.corpus", "attnlib.data.grammar", "attnlib.data.tasks", "attnlib.seq2seq",
-    "attnlib.training", "attnlib.transformer", "attnlib.efficient", "attnlib.complexity",
-    "attnlib.offset_copy", "attnlib.extrapolation", "attnlib.plot",
+    "attnlib.book.plot",
+    "attnlib.data.vocab", "attnlib.data.batching", "attnlib.data.corpus", "attnlib.data.grammar",
+    "attnlib.data.tasks",
+    "attnlib.blocks.masking", "attnlib.blocks.scoring", "attnlib.blocks.attention",
+    "attnlib.blocks.multihead", "attnlib.blocks.positional", "attnlib.blocks.efficient",
+    "attnlib.models.kernel_regression", "attnlib.models.seq2seq",
+    "attnlib.models.transformer.layers", "attnlib.models.transformer.model",
+    "attnlib.train.decoding", "attnlib.train.metrics", "attnlib.train.recipe",
+    "attnlib.train.seq2seq_loop", "attnlib.train.transformer_loop",
+    "attnlib.experiments.complexity", "attnlib.experiments.offset_copy",
+    "attnlib.experiments.extrapolation",
 }
 
 
@@ -941,10 +1130,10 @@ def _transformer_cases(dtype: torch.dtype) -> list[Sweep]:
         Sweep(f"Transformer:fully-padded-sentence:{name}", tf.Transformer,
               lambda: _transformer(dtype)(src, torch.tensor([3, 0]), tgt),
               RAISES, raises="src_lengths[1] = 0: sentence 1 is empty"),
-        Sweep(f"greedy_decode:{name}", tf.greedy_decode,
-              lambda: tf.greedy_decode(_transformer(dtype), src, src_len, 4)),
-        Sweep(f"beam_search:{name}", tf.beam_search,
-              lambda: tf.beam_search(_transformer(dtype), src, src_len, 4, beam_size=3)),
+        Sweep(f"greedy_decode:{name}", dec.greedy_decode,
+              lambda: dec.greedy_decode(_transformer(dtype), src, src_len, 4)),
+        Sweep(f"beam_search:{name}", dec.beam_search,
+              lambda: dec.beam_search(_transformer(dtype), src, src_len, 4, beam_size=3)),
         Sweep(f"FeedForward:big:{name}", tf.FeedForward,
               lambda: _seeded(lambda: tf.FeedForward(8, 16, dtype=dtype))(x)),
     ]
@@ -1116,28 +1305,28 @@ def _training_cases() -> list[Sweep]:
                                   num_encoder_layers=1, num_decoder_layers=1, d_ff=16,
                                   max_len=16)
     return [
-        *[Sweep(f"LabelSmoothingLoss:big:{dtype}:{reduction}", tr.LabelSmoothingLoss,
-                lambda r=reduction, d=dtype: tr.LabelSmoothingLoss(0.1, reduction=r)(
+        *[Sweep(f"LabelSmoothingLoss:big:{dtype}:{reduction}", recipe.LabelSmoothingLoss,
+                lambda r=reduction, d=dtype: recipe.LabelSmoothingLoss(0.1, reduction=r)(
                     logits.to(d), target))
           for reduction in ("mean", "sum", "none") for dtype in (F32, F64)],
-        Sweep("LabelSmoothingLoss:all-padding:sum", tr.LabelSmoothingLoss,
-              lambda: tr.LabelSmoothingLoss(reduction="sum")(logits, torch.zeros_like(target))),
-        Sweep("LabelSmoothingLoss:all-padding:mean", tr.LabelSmoothingLoss,
-              lambda: tr.LabelSmoothingLoss()(logits, torch.zeros_like(target))),
-        Sweep("noam_lr:extremes", tr.noam_lr,
-              lambda: [tr.noam_lr(s, d, w) for s in (1, 10**12) for d in (1, 4096)
+        Sweep("LabelSmoothingLoss:all-padding:sum", recipe.LabelSmoothingLoss,
+              lambda: recipe.LabelSmoothingLoss(reduction="sum")(logits, torch.zeros_like(target))),
+        Sweep("LabelSmoothingLoss:all-padding:mean", recipe.LabelSmoothingLoss,
+              lambda: recipe.LabelSmoothingLoss()(logits, torch.zeros_like(target))),
+        Sweep("noam_lr:extremes", recipe.noam_lr,
+              lambda: [recipe.noam_lr(s, d, w) for s in (1, 10**12) for d in (1, 4096)
                        for w in (1, 10**6)]),
-        Sweep("noam_schedule:first-and-far", tr.noam_schedule,
-              lambda: [tr.noam_schedule(512, 4000)(i) for i in (0, 10**9)]),
-        Sweep("train_transformer:one-epoch", tr.train_transformer,
-              lambda: tr.train_transformer(_seeded(lambda: tf.Transformer(config)), pairs,
+        Sweep("noam_schedule:first-and-far", recipe.noam_schedule,
+              lambda: [recipe.noam_schedule(512, 4000)(i) for i in (0, 10**9)]),
+        Sweep("train_transformer:one-epoch", transformer_loop.train_transformer,
+              lambda: transformer_loop.train_transformer(_seeded(lambda: tf.Transformer(config)), pairs,
                                            *vocabs, epochs=1, batch_size=4, warmup=1)),
-        Sweep("train_seq2seq:one-epoch", tr.train_seq2seq,
-              lambda: tr.train_seq2seq(_seeded(lambda: s2s.Seq2Seq(s2s.Seq2SeqConfig(
+        Sweep("train_seq2seq:one-epoch", seq2seq_loop.train_seq2seq,
+              lambda: seq2seq_loop.train_seq2seq(_seeded(lambda: s2s.Seq2Seq(s2s.Seq2SeqConfig(
                   len(vocabs[0]), len(vocabs[1]), 4, 4, 4))), pairs, *vocabs, epochs=1)),
-        Sweep("bleu:nothing-right", tr.bleu, lambda: tr.bleu(["x y"], ["a b c d"])),
-        Sweep("accuracy_by_length", tr.accuracy_by_length,
-              lambda: tr.accuracy_by_length(["a", "b c"], ["a", "b"], [1, 2])),
+        Sweep("bleu:nothing-right", metrics.bleu, lambda: metrics.bleu(["x y"], ["a b c d"])),
+        Sweep("accuracy_by_length", metrics.accuracy_by_length,
+              lambda: metrics.accuracy_by_length(["a", "b c"], ["a", "b"], [1, 2])),
     ]
 
 
@@ -1163,11 +1352,11 @@ def _other_cases() -> list[Sweep]:
               lambda: kr.fit_bandwidth(kr.NadarayaWatson(0.1).double(), points * 1e4,
                                        points * 1e4, steps=3)),
         Sweep("parameter_count", mh.parameter_count, lambda: mh.parameter_count(512, 8, 64, 32)),
-        Sweep("gnmt_length_penalty:lengths-and-alphas", tf.gnmt_length_penalty,
-              lambda: [tf.gnmt_length_penalty(torch.arange(0, 10**6, 1000), a)
+        Sweep("gnmt_length_penalty:lengths-and-alphas", dec.gnmt_length_penalty,
+              lambda: [dec.gnmt_length_penalty(torch.arange(0, 10**6, 1000), a)
                        for a in (0.0, 0.6, 1.0, 10.0)]),
-        Sweep("gnmt_length_penalty:negative-length", tf.gnmt_length_penalty,
-              lambda: tf.gnmt_length_penalty(torch.tensor([-6]), 0.6),
+        Sweep("gnmt_length_penalty:negative-length", dec.gnmt_length_penalty,
+              lambda: dec.gnmt_length_penalty(torch.tensor([-6]), 0.6),
               RAISES, raises="length must be >= 0 (a number of tokens), got -6"),
         Sweep("softmax_with_temperature:below-float32", mk.softmax_with_temperature,
               lambda: mk.softmax_with_temperature(_ones(2, 3), 1e-50),
@@ -1216,6 +1405,7 @@ NOT_SWEPT = {
     "Masks": "a dataclass of bool masks (make_masks builds it)",
     "TransformerConfig": "a configuration; Transformer is swept",
     "causal_mask": "returns a bool mask",
+    "fix_cpu_kernels": "chooses the CPU kernels PyTorch uses",
     "leave_one_out_mask": "returns a bool mask",
     "lengths_to_mask": "returns a bool mask",
     "padding_mask": "returns a bool mask",
@@ -1262,7 +1452,7 @@ def test_sweep_covers_every_public_name_that_computes() -> None:
     # them computes a floating-point number
     words = {"attnlib.data.vocab", "attnlib.data.batching", "attnlib.data.corpus",
              "attnlib.data.grammar"}
-    assert modules >= MODULES - {"attnlib.plot"} - words
+    assert modules >= MODULES - {"attnlib.book.plot"} - words
 
 
 def test_lookback_accuracy_by_position_has_no_nan_marker() -> None:

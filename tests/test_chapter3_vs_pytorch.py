@@ -1,7 +1,7 @@
 """Chapter 3's claim that attnlib's scaled_dot_product_attention equals PyTorch's.
 
 Chapter 3 (section "Equal to PyTorch, forward and backward") states that, on the nine cases
-below, in float32 and float64, both paths of :func:`attnlib.attention.scaled_dot_product_attention`
+below, in float32 and float64, both paths of :func:`attnlib.blocks.attention.scaled_dot_product_attention`
 give the output and the gradients with respect to query, key and value of
 :func:`torch.nn.functional.scaled_dot_product_attention`: the fused path (``need_weights=False``)
 bit for bit, since it calls PyTorch, and the explicit path (``need_weights=True``), which
@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnlib.attention import scaled_dot_product_attention
-from attnlib.masking import padding_mask
+from attnlib.blocks.attention import scaled_dot_product_attention
+from attnlib.blocks.masking import padding_mask
 
 # float64: tight; float32: loose, since the explicit path sums in another order than PyTorch.
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}

@@ -21,8 +21,8 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from attnlib.masking import causal_mask, lengths_to_mask
-from attnlib.multihead import MultiHeadAttention
+from attnlib.blocks.masking import causal_mask, lengths_to_mask
+from attnlib.blocks.multihead import MultiHeadAttention
 
 # float64: tight; float32: loose, since PyTorch sums in another order (packed in-projection).
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}

@@ -1,4 +1,4 @@
-"""Tests for attnlib.complexity: operation counts, the three layers, timing and path length."""
+"""Tests for attnlib.experiments.complexity: operation counts, the three layers, timing and path length."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from attnlib.complexity import (
+from attnlib.experiments.complexity import (
     LAYER_TYPES,
     ConvolutionalLayer,
     RecurrentLayer,

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlib.efficient import (
+from attnlib.blocks.efficient import (
     cpu_caches,
     median_times,
     naive_attention,

@@ -1,4 +1,4 @@
-"""Tests for attnlib.extrapolation: the look-back task, the one-layer model, training and scoring."""
+"""Tests for attnlib.experiments.extrapolation: the look-back task, the one-layer model, training and scoring."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from attnlib import extrapolation as ex
+from attnlib.experiments import extrapolation as ex
 
 F64 = torch.float64
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SETUP = """import numpy as np
 import matplotlib.pyplot as plt
-from attnlib.plot import use_book_style
+from attnlib.book.plot import use_book_style
 use_book_style()
 x = np.linspace(0, 6, 200)
 scores = np.sin(np.arange(64).reshape(8, 8) / 5.0)

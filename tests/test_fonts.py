@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
-from attnlib import plot
+from attnlib.book import plot
 
 FONTS = Path(plot.__file__).parent / "fonts"
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlib import gqa
-from attnlib.multihead import MultiHeadAttention
+from attnlib.blocks import gqa
+from attnlib.blocks.multihead import MultiHeadAttention
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import attnlib
-from attnlib.kernel_regression import (
+from attnlib.models.kernel_regression import (
     KERNEL_FUNCTIONS,
     KERNELS,
     NadarayaWatson,
@@ -21,7 +21,7 @@ from attnlib.kernel_regression import (
 
 
 @pytest.fixture
-def data() -> attnlib.kernel_regression.RegressionData:
+def data() -> attnlib.models.kernel_regression.RegressionData:
     return make_regression_data(n_train=40, n_test=30, seed=3)
 
 

@@ -1,4 +1,4 @@
-"""Tests for attnlib.masking: lengths to masks, causal masks, the masked softmax."""
+"""Tests for attnlib.blocks.masking: lengths to masks, causal masks, the masked softmax."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib.masking import (
+from attnlib.blocks.masking import (
     causal_mask,
     check_mask,
     float_mask,

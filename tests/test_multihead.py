@@ -1,4 +1,4 @@
-"""attnlib.multihead: equality with torch.nn.MultiheadAttention(batch_first=True), and properties.
+"""attnlib.blocks.multihead: equality with torch.nn.MultiheadAttention(batch_first=True), and properties.
 
 Mask conventions differ, and every translation below says so: our boolean ``attn_mask`` and
 ``key_padding_mask`` are True = may attend; PyTorch's module reads both as True = ignore, so it
@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import Tensor, nn
 
-from attnlib.masking import causal_mask, float_mask, lengths_to_mask
-from attnlib.multihead import (
+from attnlib.blocks.masking import causal_mask, float_mask, lengths_to_mask
+from attnlib.blocks.multihead import (
     MultiHeadAttention,
     copy_from_torch,
     merge_heads,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,20 @@ def test_every_chapter_has_a_summary_and_exercises(path: Path) -> None:
                 for line in "".join(c["source"]).splitlines() if line.startswith("## ")]
     for wanted in ("## Summary", "## Exercises"):
         assert wanted in headings, f"{path.name}: no {wanted!r} section (headings: {headings})"
+
+
+def _columns(line: str) -> int:
+    """Columns a line takes in a monospaced font: East Asian wide characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_code_lines_fit_80_columns(path: Path) -> None:
+    """The rendered book shows 80 columns of code without a scroll bar (the browser test
+    measures it); no line of a code cell may be longer (chapters/ruff.toml says so to ruff)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    long = [f"cell {i}, line {k + 1}: {_columns(line)} columns: {line}"
+            for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
+            for k, line in enumerate("".join(cell["source"]).splitlines())
+            if _columns(line) > 80]
+    assert not long, f"{path.name}: code lines wider than 80 columns:\n" + "\n".join(long)

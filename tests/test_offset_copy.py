@@ -1,12 +1,12 @@
-"""Tests for attnlib.offset_copy: the task, the probe model, and the offset profile."""
+"""Tests for attnlib.experiments.offset_copy: the task, the probe model, and the offset profile."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attnlib.multihead import parameter_count
-from attnlib.offset_copy import (
+from attnlib.blocks.multihead import parameter_count
+from attnlib.experiments.offset_copy import (
     OffsetCopyModel,
     attention_by_offset,
     fit_offset_copy,

@@ -1,4 +1,4 @@
-"""attnlib.plot: heatmaps on coordinates that are not evenly spaced (chapter 1's keys)."""
+"""attnlib.book.plot: heatmaps on coordinates that are not evenly spaced (chapter 1's keys)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlib import plot
+from attnlib.book import plot
 
 
 def test_cells_reach_half_way_to_their_neighbours() -> None:

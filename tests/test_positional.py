@@ -1,4 +1,4 @@
-"""Tests for attnlib.positional: the sinusoidal table, learned and rotary positions."""
+"""Tests for attnlib.blocks.positional: the sinusoidal table, learned and rotary positions."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib.positional import (
+from attnlib.blocks.positional import (
     LearnedPositionalEmbedding,
     RotaryPositionalEmbedding,
     SinusoidalPositionalEncoding,

@@ -1,6 +1,6 @@
 """Progress bars never change what nbval compares or what a saved notebook stores.
 
-A small notebook that trains nothing but loops under :func:`attnlib.progress.progress` is run in a
+A small notebook that trains nothing but loops under :func:`attnlib.book.progress.progress` is run in a
 real Jupyter kernel twice: with the bar off (as ``make execute`` stores chapters) and with the bar
 on (as a reader runs a chapter in Jupyter and saves it). Plain ``pytest --nbval`` (no
 ``ATTNLIB_PROGRESS`` in the environment, so the bar is on) must pass on both. The same notebook
@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from attnlib.progress import WIDGET_MIME, progress
+from attnlib.book.progress import WIDGET_MIME, progress
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,11 +66,11 @@ def test_progress_in_a_terminal_goes_to_stderr(
 def test_nbval_passes_with_the_bar_on_against_outputs_stored_with_it_off_and_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stored = _execute(_notebook("from attnlib.progress import progress"),
+    stored = _execute(_notebook("from attnlib.book.progress import progress"),
                       tmp_path / "stored_off.ipynb", "0", monkeypatch)
     assert [o["output_type"] for o in stored.cells[1].outputs] == ["stream"]
 
-    saved = _execute(_notebook("from attnlib.progress import progress"),
+    saved = _execute(_notebook("from attnlib.book.progress import progress"),
                      tmp_path / "saved_on.ipynb", "1", monkeypatch)
     widgets = [o for o in saved.cells[1].outputs if o["output_type"] == "display_data"]
     assert len(widgets) == 1 and set(widgets[0]["data"]) == {WIDGET_MIME}, saved.cells[1].outputs

@@ -1,6 +1,6 @@
-"""attnlib.runs: runs trained in worker processes give the numbers of runs trained in turn;
+"""attnlib.train.runs: runs trained in worker processes give the numbers of runs trained in turn;
 the worker and thread counts read from the environment; the CPU kernels fixed by
-attnlib.repro.fix_cpu_kernels."""
+attnlib.book.repro.fix_cpu_kernels."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ import pytest
 import torch
 
 from attnlib import data
-from attnlib.runs import Run, default_workers, train_runs
-from attnlib.seq2seq import Seq2Seq, Seq2SeqConfig
-from attnlib.training import train_seq2seq, translate
-from attnlib.transformer import TransformerConfig
+from attnlib.models.seq2seq import Seq2Seq, Seq2SeqConfig
+from attnlib.models.transformer import TransformerConfig
+from attnlib.train.runs import Run, default_workers, train_runs
+from attnlib.train.seq2seq_loop import train_seq2seq
+from attnlib.train.translation import translate
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +116,7 @@ def test_thread_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
         monkeypatch.setenv("ATTNLIB_NUM_THREADS", "1")
         assert attnlib.reproducible(0) == 1 and torch.get_num_threads() == 1
         monkeypatch.delenv("ATTNLIB_NUM_THREADS")
-        assert attnlib.reproducible(0) == attnlib.repro.DEFAULT_NUM_THREADS
+        assert attnlib.reproducible(0) == attnlib.book.repro.DEFAULT_NUM_THREADS
         for bad in ("two", "0", "-1"):
             monkeypatch.setenv("ATTNLIB_NUM_THREADS", bad)
             with pytest.raises(ValueError,
@@ -138,8 +139,15 @@ def _cpu_has_avx2() -> bool:
     return result.stdout.strip() in ("AVX2", "AVX512")
 
 
-FIX = ("import attnlib.repro, torch\n"
-       "print(attnlib.repro.fix_cpu_kernels({path!r}), torch.backends.cpu.get_cpu_capability())")
+FIX = ("import attnlib.book.repro, torch\n"
+       "print(attnlib.book.repro.fix_cpu_kernels({path!r}), torch.backends.cpu.get_cpu_capability(),"
+       " attnlib.book.repro._mkl_code_path())\n")
+# A float32 matrix product whose last bits depend on MKL's code path; prints a digest of them.
+PRODUCT = ("g = torch.Generator().manual_seed(0)\n"
+           "a, b = torch.randn(64, 64, generator=g), torch.randn(64, 64, generator=g)\n"
+           "import hashlib\n"
+           "print(hashlib.sha256((a @ b).numpy().tobytes()).hexdigest())\n")
+needs_mkl = pytest.mark.skipif(not torch.backends.mkl.is_available(), reason="no MKL in this torch")
 
 
 @pytest.mark.parametrize("flags", ["fpu sse2 avx", "fpu sse2 avx2", None])
@@ -153,7 +161,8 @@ def test_fix_cpu_kernels_without_avx2_and_fma_chooses_the_plain_kernels(
         path.write_text(f"processor : 0\nflags : {flags}\n")
     result = _python(FIX.format(path=str(path)), "avx2")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["default", "DEFAULT"]
+    mkl = "COMPATIBLE" if torch.backends.mkl.is_available() else "None"
+    assert result.stdout.split() == ["default", "DEFAULT", mkl]
 
 
 def test_fix_cpu_kernels_chooses_avx2_after_the_imports(tmp_path: Path) -> None:
@@ -164,11 +173,15 @@ def test_fix_cpu_kernels_chooses_avx2_after_the_imports(tmp_path: Path) -> None:
     path = tmp_path / "cpuinfo"
     path.write_text("processor : 0\nflags : fpu sse2 avx avx2 fma avx512f\n")
     code = ("import attnlib, matplotlib.pyplot, numpy, torch\n"
-            "from attnlib import comparison, data, plot, runs, seq2seq, training, transformer\n"
+            "from attnlib import data\n"
+            "from attnlib.book import plot\n"
+            "from attnlib.models import seq2seq, transformer\n"
+            "from attnlib.train import comparison, runs, seq2seq_loop\n"
             + FIX.format(path=str(path)))
     result = _python(code, "default")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["avx2", "AVX2"]
+    mkl = "AVX2" if torch.backends.mkl.is_available() else "None"
+    assert result.stdout.split() == ["avx2", "AVX2", mkl]
 
 
 def test_fix_cpu_kernels_after_a_computation_raises(tmp_path: Path) -> None:
@@ -178,10 +191,50 @@ def test_fix_cpu_kernels_after_a_computation_raises(tmp_path: Path) -> None:
         pytest.skip("this CPU has no AVX2")
     path = tmp_path / "cpuinfo"
     path.write_text("flags : avx2 fma\n")
-    code = ("import torch, attnlib.repro\n"
+    code = ("import torch, attnlib.book.repro\n"
             "torch.ones(64).add_(1)\n"
-            f"attnlib.repro.fix_cpu_kernels({str(path)!r})")
+            f"attnlib.book.repro.fix_cpu_kernels({str(path)!r})")
     result = _python(code, "default")
     assert result.returncode != 0
     assert ("RuntimeError: PyTorch already runs its 'default' CPU kernels, not 'avx2': call "
+            "fix_cpu_kernels() before any tensor is computed") in result.stderr
+
+
+@needs_mkl
+def test_fix_cpu_kernels_pins_mkls_code_path_and_replaces_the_users(tmp_path: Path) -> None:
+    """Matrix products go through MKL, which picks its own code path per CPU (AVX-512 where
+    there is one): fix_cpu_kernels pins it to AVX2 after the imports, replacing an MKL_CBWR
+    already set, and the products then have the bits of a process started with MKL_CBWR=AVX2."""
+    if not _cpu_has_avx2():
+        pytest.skip("this CPU has no AVX2")
+    path = tmp_path / "cpuinfo"
+    path.write_text("flags : avx2 fma\n")
+    code = ("import os\nos.environ['MKL_CBWR'] = 'AUTO'\n"
+            "import attnlib, torch\n" + FIX.format(path=str(path))
+            + "print(os.environ['MKL_CBWR'])\n" + PRODUCT)
+    fixed = _python(code, "default")
+    assert fixed.returncode == 0, fixed.stderr
+    *choices, variable, digest = fixed.stdout.split()
+    assert choices == ["avx2", "AVX2", "AVX2"] and variable == "AVX2"
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
+    pinned = subprocess.run([sys.executable, "-c", "import torch\n" + PRODUCT], env=env,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert pinned.returncode == 0, pinned.stderr
+    assert digest == pinned.stdout.strip()
+
+
+@needs_mkl
+def test_fix_cpu_kernels_after_a_matrix_product_raises(tmp_path: Path) -> None:
+    """MKL keeps the code path of its first matrix product: a later call says so, even when
+    PyTorch's own kernels were already the wanted ones."""
+    if not _cpu_has_avx2():
+        pytest.skip("this CPU has no AVX2")
+    path = tmp_path / "cpuinfo"
+    path.write_text("flags : avx2 fma\n")
+    code = ("import os\nos.environ.pop('MKL_CBWR', None)\n"
+            "import torch, attnlib.book.repro\n" + PRODUCT
+            + f"attnlib.book.repro.fix_cpu_kernels({str(path)!r})")
+    result = _python(code, "avx2")
+    assert result.returncode != 0
+    assert ("RuntimeError: MKL already runs its 'automatic' code path, not 'AVX2': call "
             "fix_cpu_kernels() before any tensor is computed") in result.stderr

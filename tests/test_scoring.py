@@ -1,4 +1,4 @@
-"""Tests for attnlib.scoring: the four scoring functions, key-value attention, hard attention."""
+"""Tests for attnlib.blocks.scoring: the four scoring functions, key-value attention, hard attention."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlib.masking import lengths_to_mask, softmax_with_temperature
-from attnlib.scoring import (
+from attnlib.blocks.masking import lengths_to_mask, softmax_with_temperature
+from attnlib.blocks.scoring import (
     AdditiveScore,
     BilinearScore,
     DotScore,

@@ -13,8 +13,8 @@ import math
 import pytest
 import torch
 
+from attnlib.blocks.scoring import BilinearScore, DotScore, KeyValueAttention, ScaledDotScore
 from attnlib.data import RetrievalTask, key_retrieval_task
-from attnlib.scoring import BilinearScore, DotScore, KeyValueAttention, ScaledDotScore
 
 
 def shift(E: int) -> torch.Tensor:

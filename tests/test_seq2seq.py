@@ -1,4 +1,4 @@
-"""Tests for attnlib.seq2seq: the bidirectional GRU encoder, the attending decoder, greedy decoding.
+"""Tests for attnlib.models.seq2seq: the bidirectional GRU encoder, the attending decoder, greedy decoding.
 
 Padding must never matter: a sentence gets the same encoding, the same weights and the same
 logits alone as in a batch with longer sentences (the encoder packs its input, the decoder masks
@@ -14,10 +14,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attnlib.blocks.scoring import AdditiveScore, KeyValueAttention
 from attnlib.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab, batches, pad_batch, reverse_task
-from attnlib.scoring import AdditiveScore, KeyValueAttention
-from attnlib.seq2seq import Encoder, Seq2Seq, Seq2SeqConfig, check_source, greedy_decode
-from attnlib.training import translate
+from attnlib.models.seq2seq import Encoder, Seq2Seq, Seq2SeqConfig, check_source, greedy_decode
+from attnlib.train.translation import translate
 
 V_SRC, V_TGT = 11, 13
 
@@ -337,12 +337,7 @@ def test_unknown_tokens_become_unk_and_translate() -> None:
 
 
 def test_multi_reference_bleu_takes_the_best_reference_per_ngram() -> None:
-    from attnlib.training import (
-        bleu,
-        bleu_by_length,
-        exact_match_any,
-        multi_reference_bleu,
-    )
+    from attnlib.train.metrics import bleu, bleu_by_length, exact_match_any, multi_reference_bleu
 
     hyps = ["yesterday i ate the apple in the park", "he reads the book every day"]
     one = [["i ate the apple in the park yesterday"], ["he reads the book every day"]]

@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlib import sliding_window as sw
-from attnlib.efficient import peak_memory
-from attnlib.masking import causal_mask
+from attnlib.blocks import sliding_window as sw
+from attnlib.blocks.efficient import peak_memory
+from attnlib.blocks.masking import causal_mask
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,4 +1,4 @@
-"""Tests for attnlib.training: progress bars, the teacher-forcing loop, translation and scores.
+"""Tests for attnlib.train: progress bars, the teacher-forcing loop, translation and scores.
 
 BLEU is sacrebleu's; the tests check that :func:`bleu` passes sentences to it correctly, against
 a value worked out by hand from BLEU's definition (clipped n-gram precisions, brevity penalty).
@@ -15,18 +15,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnlib.book.progress import progress
 from attnlib.data import PAD_ID, Vocab, batches
-from attnlib.seq2seq import Seq2Seq, Seq2SeqConfig
-from attnlib.training import (
-    History,
-    accuracy_by_length,
-    bleu,
-    bleu_signature,
-    exact_match,
-    progress,
-    train_seq2seq,
-    translate,
-)
+from attnlib.models.seq2seq import Seq2Seq, Seq2SeqConfig
+from attnlib.train.metrics import accuracy_by_length, bleu, bleu_signature, exact_match
+from attnlib.train.seq2seq_loop import History, train_seq2seq
+from attnlib.train.translation import translate
 
 # The tensors are tiny: one thread (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("one_thread")

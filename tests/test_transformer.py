@@ -1,4 +1,4 @@
-"""attnlib.transformer: layers equal PyTorch's, masks, the model, errors.
+"""attnlib.models.transformer: layers equal PyTorch's, masks, the model, errors.
 
 Decoding (greedy, beam, the cache) is tested in test_transformer_decoding.py.
 
@@ -18,10 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnlib.blocks.masking import causal_mask, lengths_to_mask
 from attnlib.data import copy_task
-from attnlib.decoding import beam_search, greedy_decode
-from attnlib.masking import causal_mask, lengths_to_mask
-from attnlib.transformer import (
+from attnlib.models.transformer import (
     Decoder,
     DecoderLayer,
     Encoder,
@@ -30,6 +29,7 @@ from attnlib.transformer import (
     TransformerConfig,
     make_masks,
 )
+from attnlib.train.decoding import beam_search, greedy_decode
 
 # float64: tight; float32: loose, since PyTorch sums in another order (packed in-projection,
 # fused kernels).
@@ -419,3 +419,45 @@ def test_overfits_the_copy_task() -> None:
                 copied = True
                 break
     assert copied, f"not copied after {step} steps, loss {float(loss):.4f}"
+
+
+# ---------------------------------------------------------------------------------------------
+# A mask is checked once per call
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("cached", [False, True])
+def test_decoder_layer_checks_its_mask_once_per_call(
+    monkeypatch: pytest.MonkeyPatch, need_weights: bool, cached: bool
+) -> None:
+    """The self-attention mask given to DecoderLayer.forward is checked once, where it enters
+    (MultiHeadAttention, or scaled_dot_product_attention in a cached step), not again by the
+    attention or the softmax below it. Every module that calls check_mask is watched."""
+    import attnlib._checks
+    import attnlib.blocks.masking
+    import attnlib.blocks.multihead
+    import attnlib.blocks.scoring
+
+    checked: list[str] = []
+    real = attnlib._checks.check_mask
+
+    def counting(name: str, mask: object, *args: object, **kwargs: object) -> Tensor:
+        checked.append(name)
+        return real(name, mask, *args, **kwargs)  # type: ignore[arg-type]
+
+    for module in (attnlib._checks, attnlib.blocks.masking, attnlib.blocks.multihead,
+                   attnlib.blocks.scoring):
+        monkeypatch.setattr(module, "check_mask", counting)
+    torch.manual_seed(0)
+    layer = DecoderLayer(D, H, FF).eval()
+    memory = torch.randn(2, 5, D)
+    if cached:
+        cache = layer.init_cache(memory)
+        x, mask = torch.randn(2, 1, D), torch.ones(2, 1, 1, 1, dtype=torch.bool)
+        out = layer(x, None, attn_mask=mask, cache=cache, need_weights=need_weights)
+    else:
+        x, mask = torch.randn(2, 3, D), causal_mask(3)
+        out = layer(x, memory, attn_mask=mask, need_weights=need_weights)
+    assert out[0].shape == x.shape
+    assert checked == ["attn_mask"]

@@ -1,4 +1,4 @@
-"""attnlib.comparison: matched parameter counts and training throughput."""
+"""attnlib.train.comparison: matched parameter counts and training throughput."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ from typing import NamedTuple
 import pytest
 from torch import nn
 
-from attnlib.comparison import closest_width, count_parameters, tokens_per_second, training_tokens
-from attnlib.seq2seq import Seq2Seq, Seq2SeqConfig
-from attnlib.transformer import Transformer, TransformerConfig
+from attnlib.models.seq2seq import Seq2Seq, Seq2SeqConfig
+from attnlib.models.transformer import Transformer, TransformerConfig
+from attnlib.train.comparison import (
+    closest_width,
+    count_parameters,
+    tokens_per_second,
+    training_tokens,
+)
 
 
 class Pair(NamedTuple):
@@ -77,8 +82,9 @@ def test_training_tokens_and_tokens_per_second() -> None:
 
 
 def test_reference_bleu_equals_multi_reference_bleu_overall_and_by_length() -> None:
-    from attnlib import data, training
-    from attnlib.comparison import ReferenceBLEU
+    from attnlib import data
+    from attnlib.train import metrics
+    from attnlib.train.comparison import ReferenceBLEU
 
     corpus = data.make_corpus(seed=0, n_pairs=600)
     test = list(corpus.test)
@@ -92,9 +98,9 @@ def test_reference_bleu_equals_multi_reference_bleu_overall_and_by_length() -> N
                     p.tgt[1:] if kind == 2 else p.tgt + p.tgt[:3] if kind == 3 else ("the",))
     scorer = ReferenceBLEU(refs)
     assert len(scorer) == len(test)
-    assert scorer.bleu(hyps) == training.multi_reference_bleu(hyps, refs)
+    assert scorer.bleu(hyps) == metrics.multi_reference_bleu(hyps, refs)
     bins = [3, 8, 14]
-    assert scorer.bleu_by_length(hyps, lengths, bins) == training.bleu_by_length(
+    assert scorer.bleu_by_length(hyps, lengths, bins) == metrics.bleu_by_length(
         hyps, refs, lengths, bins)
     perfect = [p.tgt for p in test]
     assert scorer.bleu(perfect) == pytest.approx(100.0)  # reusable: a second system

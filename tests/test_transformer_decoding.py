@@ -1,4 +1,4 @@
-"""attnlib.decoding and attnlib.kv_cache: greedy and beam search, the cache, sequence scores.
+"""attnlib.train.decoding and attnlib.models.kv_cache: greedy and beam search, the cache, sequence scores.
 
 Decoding runs on untrained models whose outputs vary from token to token (large random
 embeddings), so that every search has something to choose.
@@ -14,10 +14,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-import attnlib.transformer
-from attnlib import decoding
-from attnlib.decoding import beam_search, gnmt_length_penalty, greedy_decode, sequence_log_prob
-from attnlib.transformer import Transformer, TransformerConfig
+from attnlib.models.transformer import Transformer, TransformerConfig
+from attnlib.train.decoding import (
+    beam_search,
+    gnmt_length_penalty,
+    greedy_decode,
+    sequence_log_prob,
+)
 
 D, H, FF = 16, 4, 24
 
@@ -207,13 +210,12 @@ def test_length_penalty() -> None:
 
 
 def test_decoded_works_with_training_translate() -> None:
-    training = pytest.importorskip("attnlib.training")
     from attnlib.data import Vocab
+    from attnlib.train.translation import translate
 
     vocab = Vocab.build([["a", "b", "c", "d", "e"]])  # 4 specials + 5 words = 9 ids
     model = random_model(1, src_vocab_size=9)
-    out = training.translate(model, ["a b c", "d e"], vocab, vocab, max_len=8,
-                             decode=greedy_decode)
+    out = translate(model, ["a b c", "d e"], vocab, vocab, max_len=8, decode=greedy_decode)
     assert len(out) == 2 and out[0].weights.shape[1] == 3
 
 
@@ -270,10 +272,3 @@ def test_sequence_log_prob_bad_input() -> None:
     with pytest.raises(TypeError, match="must be an attnlib Transformer"):
         sequence_log_prob(torch.nn.Linear(1, 1), SRC, SRC_LENGTHS,  # type: ignore[arg-type]
                           torch.ones(3, 4, dtype=torch.long))
-
-
-@pytest.mark.parametrize("name", ["Decoded", "beam_search", "gnmt_length_penalty", "greedy_decode"])
-def test_decoding_names_still_import_from_attnlib_transformer(name: str) -> None:
-    assert getattr(attnlib.transformer, name) is getattr(decoding, name)
-    with pytest.raises(AttributeError, match="no attribute 'sequence_log_probs'"):
-        attnlib.transformer.sequence_log_probs  # noqa: B018

@@ -10,14 +10,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnlib.data import BOS_ID, PAD_ID, make_corpus
-from attnlib.training import (
-    LabelSmoothingLoss,
-    TransformerHistory,
-    noam_lr,
-    noam_schedule,
-    train_transformer,
-)
-from attnlib.transformer import Transformer, TransformerConfig
+from attnlib.models.transformer import Transformer, TransformerConfig
+from attnlib.train.recipe import LabelSmoothingLoss, noam_lr, noam_schedule
+from attnlib.train.transformer_loop import TransformerHistory, train_transformer
 
 # ---------------------------------------------------------------------------------------------
 # Label smoothing

@@ -271,7 +271,7 @@ def _readme(text: str, source_version: str, copyright_line: str, rfns: list[str]
 face of Noto Sans CJK ({version}), at the Regular weight. It holds only the {len(text)}
 Chinese characters and full-width punctuation marks the book's figures use.
 
-`attnlib.plot.use_book_style()` registers it with matplotlib as the fallback family
+`attnlib.book.plot.use_book_style()` registers it with matplotlib as the fallback family
 "{FAMILY}": Latin text stays in DejaVu Sans, Chinese tokens get real glyphs, and
 nothing is downloaded at run time.
 

@@ -10,8 +10,8 @@ Each module in diagrams/src/ (bar _style.py, the shared colours) describes one d
 
 Every SVG carries, in a comment, the SHA-256 of its module, of _style.py, of this script and of
 its values. tests/test_diagrams.py recomputes it without graphviz, so a change to a diagram's
-source or to the model it draws (e.g. attnlib.transformer.CHAPTER7_SIZES) fails the tests until
-the SVG is regenerated. The output is deterministic: graphviz's is, and matplotlib's is made so
+source or to the model it draws (e.g. attnlib.models.transformer.config.CHAPTER7_SIZES) fails
+the tests until the SVG is regenerated. The output is deterministic: graphviz's is, and matplotlib's is made so
 (fixed ``svg.hashsalt``, no date in the metadata). Both write every glyph as a path (graphviz
 through its cairo renderer, ``dot -Tsvg:cairo``, with the fonts fontconfig finds at generation
 time), so a reader's browser draws the text exactly as it was laid out, Chinese included,

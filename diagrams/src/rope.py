@@ -1,6 +1,6 @@
 """RoPE: each 2-D feature pair of a query turned by an angle proportional to its position (chapter 6).
 
-The points are computed by attnlib.positional.RotaryPositionalEmbedding itself, so the picture
+The points are computed by attnlib.blocks.positional.RotaryPositionalEmbedding itself, so the picture
 shows what the chapter's code does: pair i = (2i, 2i + 1) at position m turned by m θ_i.
 """
 
@@ -23,7 +23,7 @@ BASE = 10000.0  # the chapter's (and the paper's) base
 def values() -> dict[str, Any]:
     import torch
 
-    from attnlib.positional import RotaryPositionalEmbedding
+    from attnlib.blocks.positional import RotaryPositionalEmbedding
 
     rope = RotaryPositionalEmbedding(HEAD_DIM, base=BASE)
     # The same vector at every position: each pair starts at (1, 0).
@@ -47,7 +47,7 @@ def render(values: dict[str, Any]) -> str:
     import numpy as np
     from matplotlib import colormaps
 
-    from attnlib.plot import use_book_style
+    from attnlib.book.plot import use_book_style
 
     use_book_style()
     stroke = ROLES["query"][0]

@@ -1,9 +1,9 @@
 """The online-softmax tiling of chapter 8 on a small causal example: which tiles the loop
 computes, which it skips, and the running maximum and sum of one query row, tile by tile.
 
-The tile kinds follow attnlib.efficient.tiled_attention's rule (key blocks up to
+The tile kinds follow attnlib.blocks.efficient.tiled_attention's rule (key blocks up to
 k_end = min(S, q1); a tile is masked inside when it crosses the diagonal); the scores are
-random, and the running m and l are the recursion of attnlib.efficient.online_softmax, checked
+random, and the running m and l are the recursion of attnlib.blocks.efficient.online_softmax, checked
 here against the row's maximum and sum and against tiled_attention's output.
 """
 
@@ -27,7 +27,7 @@ E = 4
 def values() -> dict[str, Any]:
     import torch
 
-    from attnlib.efficient import tiled_attention
+    from attnlib.blocks.efficient import tiled_attention
 
     g = torch.Generator().manual_seed(0)
     q = torch.randn(L, E, generator=g, dtype=torch.float64)
@@ -66,7 +66,7 @@ def render(values: dict[str, Any]) -> str:
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch, Rectangle
 
-    from attnlib.plot import use_book_style
+    from attnlib.book.plot import use_book_style
 
     use_book_style()
     n_tok, block, row = values["L"], values["block"], values["row"]

@@ -1,7 +1,9 @@
 """The Transformer of chapter 7, labelled with the sizes chapter 7 trains.
 
-The sizes come from attnlib.transformer.CHAPTER7_SIZES (the dictionary chapter 7 builds its
-config from), never typed here: change the model and the diagram's stamp goes stale.
+The sizes come from attnlib.models.transformer.config.CHAPTER7_SIZES (the dictionary chapter 7
+builds its config from), never typed here: change the model and the diagram's stamp goes stale.
+The label names it models.transformer.CHAPTER7_SIZES (re-exported by the package), which keeps
+the drawing as wide as the book's column.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ TOOL = "dot"
 
 
 def values() -> dict[str, Any]:
-    from attnlib.transformer import CHAPTER7_SIZES
+    from attnlib.models.transformer import CHAPTER7_SIZES
 
     sizes = dict(CHAPTER7_SIZES)
     sizes["head_dim"] = sizes["d_model"] // sizes["num_heads"]  # E = D / H, derived
@@ -39,7 +41,7 @@ def render(values: dict[str, Any]) -> str:
 
     residual = 'style=dashed, color="#555555", constraint=false, label=" residual", fontcolor="#555555"'
     return graph_header("transformer", rankdir="BT", nodesep=0.3, ranksep=0.28) + f"""
-  label=<<B>The Transformer of chapter 7</B>: D = {D}, H = {H}, N = {n_enc} encoder and {n_dec} decoder layers, d<SUB>ff</SUB> = {d_ff}  (attnlib.transformer.CHAPTER7_SIZES)>;
+  label=<<B>The Transformer of chapter 7</B>: D = {D}, H = {H}, N = {n_enc} encoder and {n_dec} decoder layers, d<SUB>ff</SUB> = {d_ff}  (models.transformer.CHAPTER7_SIZES)>;
   labelloc=t; fontsize=13;
 
   subgraph cluster_encoder {{

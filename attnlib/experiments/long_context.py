@@ -1,0 +1,230 @@
+r"""Reading past the training length, as practice does it: chapter 9's long-context study.
+
+A causal two-layer :class:`~attnlib.models.decoder_lm.DecoderLM` learns echo text whose period
+changes from line to line (:func:`~attnlib.experiments.lm_tasks.varied_echo`): to predict a
+token it must find where the current token stood before and copy what followed, whatever the
+distance (an induction head), so it reads content, not a fixed offset. Trained on lines of
+L tokens, whose periods lie in [L/4, L/2], it is tested on lines of 2L and 4L tokens whose
+periods scale with the length, so the token it needs lies further back than any distance it
+met in training. Each RoPE method of :mod:`attnlib.blocks.rope_scaling` is tested as it is,
+then after a short fine-tuning at 4L with the same steps and data for every method. The same
+model with ALiBi instead of RoPE, trained and tuned alike, is the like-for-like comparison.
+
+:func:`context_study` runs the seeds (one RoPE model and one ALiBi model each) in worker
+processes; each run uses one thread, and the numbers do not depend on the worker count.
+"""
+
+from __future__ import annotations
+
+import copy
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+
+import torch
+import torch.nn.functional as F
+
+from attnlib._checks import check_choice, check_int, check_positive
+from attnlib.blocks.rope_scaling import METHODS, ScaledRotaryEmbedding
+from attnlib.experiments.lm_tasks import IGNORE_INDEX, varied_echo
+from attnlib.models.decoder_lm import DecoderBlock, DecoderLM, DecoderLMConfig, train_lm
+
+__all__ = [
+    "ContextRun",
+    "ContextSetup",
+    "context_run",
+    "context_study",
+    "echo_accuracy",
+    "extend_context",
+]
+
+
+@dataclass(frozen=True)
+class ContextSetup:
+    """The study's model, task and budget (the defaults are chapter 9's).
+
+    Args:
+        config: the model; its ``max_len`` must hold the longest test.
+        train_length: L, the length trained on; tests run at 1, 2 and 4 times it.
+        steps, batch_size, lr: training at L, Adam with a constant rate.
+        tune_steps, tune_batch_size: the fine-tuning at 4L (same rate).
+        test_lines: lines per test length.
+        yarn_alpha, yarn_beta: YaRN's ramp.
+    """
+
+    config: DecoderLMConfig = field(default_factory=lambda: DecoderLMConfig(
+        vocab_size=64, d_model=32, num_heads=4, num_kv_heads=4, num_layers=2, d_ff=64,
+        max_len=128, rope_base=300.0))
+    train_length: int = 32
+    steps: int = 600
+    batch_size: int = 16
+    lr: float = 3e-3
+    tune_steps: int = 50
+    tune_batch_size: int = 4
+    test_lines: int = 100
+    yarn_alpha: float = 1.0
+    yarn_beta: float = 4.0
+
+    def __post_init__(self) -> None:
+        for name in ("train_length", "steps", "batch_size", "tune_steps", "tune_batch_size",
+                     "test_lines"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_positive("lr", self.lr)
+        if 4 * self.train_length > self.config.max_len:
+            raise ValueError(f"config.max_len must hold 4 x train_length = "
+                             f"{4 * self.train_length} tokens, got {self.config.max_len}")
+        if self.config.vocab_size < 2 * self.train_length:
+            raise ValueError(f"config.vocab_size must be >= 2 x train_length = "
+                             f"{2 * self.train_length} (a word of 4L / 2 distinct tokens), got "
+                             f"{self.config.vocab_size}")
+
+    @property
+    def lengths(self) -> tuple[int, int, int]:
+        """The test lengths L, 2L, 4L."""
+        return self.train_length, 2 * self.train_length, 4 * self.train_length
+
+
+def extend_context(model: DecoderLM, method: str, scale: float, train_length: int, *,
+                   alpha: float = 1.0, beta: float = 32.0) -> DecoderLM:
+    """A copy of a RoPE ``model`` whose every layer rotates by ``method``'s frequencies.
+
+    The weights are copied unchanged; only the rotation of queries and keys changes
+    (:class:`~attnlib.blocks.rope_scaling.ScaledRotaryEmbedding` for a context ``scale`` times
+    ``train_length``).
+
+    Raises:
+        ValueError: if ``model`` has no RoPE (ALiBi or linear), or as
+            :func:`~attnlib.blocks.rope_scaling.scaled_frequencies`.
+    """
+    if not isinstance(model, DecoderLM):
+        raise TypeError(f"model must be a DecoderLM, got {type(model).__name__}")
+    if model.config.alibi:
+        raise ValueError("model must use RoPE to extend it, got an ALiBi model (alibi=True); "
+                         "ALiBi needs no rescaling")
+    check_choice("method", method, METHODS)
+    c = model.config
+    extended = copy.deepcopy(model)
+    for block in extended.blocks:
+        assert isinstance(block, DecoderBlock)
+        block.attn.rope = ScaledRotaryEmbedding(c.head_dim, c.rope_base, method, scale,
+                                                train_length, alpha, beta)
+    return extended
+
+
+@torch.no_grad()
+def echo_accuracy(model: DecoderLM, length: int, lines: int = 100,
+                  seed: int = 10**6) -> tuple[float, float]:
+    """Loss (nats) and accuracy on the predictable tokens of ``lines`` test lines.
+
+    The lines are :func:`~attnlib.experiments.lm_tasks.varied_echo` of ``length`` tokens with
+    periods in [length/4, length/2], drawn with ``seed + length``.
+
+    Raises:
+        ValueError: if ``length`` < 4 or passes the model's ``max_len``.
+    """
+    check_int("length", length, minimum=4)
+    tokens, targets = varied_echo(lines, length, length // 4, length // 2,
+                                  model.config.vocab_size, seed=seed + length)
+    model.eval()
+    logits = model(tokens)  # (lines, length, V)
+    keep = targets != IGNORE_INDEX
+    loss = F.cross_entropy(logits[keep], targets[keep]).item()
+    right = logits.argmax(-1)[keep] == targets[keep]
+    return loss, right.double().mean().item()
+
+
+@dataclass(frozen=True)
+class ContextRun:
+    """One seed's accuracies, keyed (method, test length, tuned).
+
+    ``positions`` is ``"rope"`` (methods ``rope``, ``pi``, ``ntk``, ``yarn``, and
+    ``yarn-32``: YaRN with the paper's beta = 32, untuned) or ``"alibi"`` (method ``alibi``).
+    """
+
+    seed: int
+    positions: str
+    accuracy: dict[tuple[str, int, bool], float]
+    train_loss: float
+
+
+def context_run(setup: ContextSetup, seed: int, positions: str = "rope") -> ContextRun:
+    """Train one model at L with ``seed``, test every method at L, 2L, 4L, tune at 4L, test.
+
+    One thread (restored afterwards). ``positions`` is ``"rope"`` or ``"alibi"``.
+    """
+    check_choice("positions", positions, ("rope", "alibi"))
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _context_run(setup, check_int("seed", seed, minimum=0), positions)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _context_run(setup: ContextSetup, seed: int, positions: str) -> ContextRun:
+    L, V = setup.train_length, setup.config.vocab_size
+    config = replace(setup.config, alibi=positions == "alibi")
+    torch.manual_seed(seed)
+    model = DecoderLM(config, dtype=torch.float64)
+    losses = train_lm(
+        model, lambda step: varied_echo(setup.batch_size, L, L // 4, L // 2, V,
+                                        seed=seed * 100_000 + step),
+        steps=setup.steps, lr=setup.lr, constant_lr=True)
+    accuracy: dict[tuple[str, int, bool], float] = {}
+    methods = ["alibi"] if positions == "alibi" else [*METHODS, "yarn-32"]
+    for method in methods:
+        for length in setup.lengths:
+            if length == L and method != methods[0]:  # s = 1: every method is plain RoPE
+                accuracy[method, L, False] = accuracy[methods[0], L, False]
+                continue
+            tested = _with_method(model, method, length / L, setup)
+            accuracy[method, length, False] = echo_accuracy(tested, length,
+                                                            setup.test_lines)[1]
+        if method == "yarn-32":
+            continue
+        tuned = _with_method(model, method, 4.0, setup)
+        train_lm(tuned, lambda step: varied_echo(setup.tune_batch_size, 4 * L, L, 2 * L, V,
+                                                 seed=7 * 10**6 + seed * 1000 + step),
+                 steps=setup.tune_steps, lr=setup.lr, constant_lr=True)
+        accuracy[method, 4 * L, True] = echo_accuracy(tuned, 4 * L, setup.test_lines)[1]
+    return ContextRun(seed, positions, accuracy, sum(losses[-20:]) / 20)
+
+
+def _with_method(model: DecoderLM, method: str, scale: float, setup: ContextSetup) -> DecoderLM:
+    """``model`` for ``method`` at ``scale`` (a copy; ALiBi's model is copied as it is)."""
+    if method == "alibi":
+        return copy.deepcopy(model)
+    beta = 32.0 if method == "yarn-32" else setup.yarn_beta
+    return extend_context(model, "yarn" if method == "yarn-32" else method, scale,
+                          setup.train_length, alpha=setup.yarn_alpha, beta=beta)
+
+
+def _run_job(job: tuple[ContextSetup, int, str]) -> ContextRun:
+    return context_run(*job)
+
+
+def context_study(setup: ContextSetup, seeds: Sequence[int], *,
+                  workers: int | None = None) -> list[ContextRun]:
+    """:func:`context_run` for every seed, RoPE and ALiBi: RoPE runs first, in seed order.
+
+    ``workers`` processes (``None``: the CPU cores this process may use; 1: none, here) share
+    the runs; the results are the same for any number.
+
+    Raises:
+        ValueError: if ``seeds`` is empty or ``workers`` < 1.
+    """
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed, got none")
+    jobs = [(setup, check_int("seed", s, minimum=0), positions)
+            for positions in ("rope", "alibi") for s in seeds]
+    if workers is None:
+        affinity = getattr(os, "sched_getaffinity", None)
+        workers = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    workers = min(check_int("workers", workers, minimum=1), len(jobs))
+    if workers == 1:
+        return [_run_job(job) for job in jobs]
+    context = multiprocessing.get_context("spawn")  # never fork a process with threads
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        return list(pool.map(_run_job, jobs))

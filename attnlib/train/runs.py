@@ -1,0 +1,199 @@
+"""Independent training runs (models × seeds) side by side in worker processes.
+
+A chapter that compares models over seeds trains several models that never talk to each other.
+:func:`train_runs` trains them in separate processes, one per CPU core, and returns the same
+weights, losses and translations as training them one after another in the notebook's process:
+each run starts from ``torch.manual_seed(run.init_seed)``, its trainer is deterministic given
+its seed, and every worker uses the caller's thread count, and the caller's CPU kernels, because
+the workers inherit the environment (``ATEN_CPU_CAPABILITY`` and ``MKL_CBWR`` included). Only the
+wall-clock time changes with the number of workers; ``tests/test_runs.py`` checks that the weights are
+bit-identical with one worker and with two.
+
+The workers are started with ``spawn`` (a fresh interpreter, never ``fork``, which is unsafe in a
+process with threads, such as a Jupyter kernel), so everything a run needs travels by pickling:
+the model is described by its config, and the trainer is chosen by the config's type
+(:class:`~attnlib.models.seq2seq.Seq2SeqConfig` → :func:`~attnlib.train.seq2seq_loop.train_seq2seq`,
+:class:`~attnlib.models.transformer.config.TransformerConfig` → :func:`~attnlib.train.transformer_loop.train_transformer`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnlib._checks import check_int, positive_int_from_env
+from attnlib.book.progress import progress
+from attnlib.data import TokenPair, Vocab
+from attnlib.models.seq2seq import Seq2Seq, Seq2SeqConfig
+from attnlib.models.seq2seq import greedy_decode as seq2seq_greedy_decode
+from attnlib.models.transformer.config import TransformerConfig
+from attnlib.models.transformer.model import Transformer
+from attnlib.train.decoding import greedy_decode as transformer_greedy_decode
+from attnlib.train.seq2seq_loop import History, train_seq2seq
+from attnlib.train.transformer_loop import train_transformer
+from attnlib.train.translation import GreedyDecoder, Translation, translate
+
+__all__ = ["Run", "RunResult", "default_workers", "train_runs"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run.
+
+    Args:
+        name: the model's name in the chapter ("attention", "GRU", ...).
+        config: the model: a :class:`~attnlib.models.seq2seq.Seq2SeqConfig` or a
+            :class:`~attnlib.models.transformer.config.TransformerConfig`.
+        init_seed: ``torch.manual_seed`` just before the model is built (its initial weights).
+        options: keyword arguments of the trainer (``epochs``, ``batch_size``, ``seed``, ...).
+    """
+
+    name: str
+    config: Seq2SeqConfig | TransformerConfig
+    init_seed: int
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self) -> nn.Module:
+        """The model with its initial weights."""
+        torch.manual_seed(self.init_seed)
+        if isinstance(self.config, Seq2SeqConfig):
+            return Seq2Seq(self.config)
+        return Transformer(self.config)
+
+
+@dataclass
+class RunResult:
+    """A trained model, its :class:`~attnlib.train.seq2seq_loop.History`, and its greedy translations of
+    the ``sources`` given to :func:`train_runs` (empty if none were given)."""
+
+    run: Run
+    model: nn.Module
+    history: History
+    translations: list[Translation]
+
+
+@dataclass(frozen=True)
+class _Tokens:
+    """A training pair reduced to what the trainers read (cheap to send to a worker)."""
+
+    src: tuple[str, ...]
+    tgt: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Shared:
+    pairs: tuple[_Tokens, ...]
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    sources: tuple[tuple[str, ...], ...]
+    threads: int
+
+
+_SHARED: _Shared | None = None
+
+
+def _init_worker(shared: _Shared) -> None:
+    global _SHARED
+    _SHARED = shared
+    os.environ["ATTNLIB_PROGRESS"] = "0"  # no bars from workers; the caller shows one
+    torch.set_num_threads(shared.threads)
+
+
+def _train_one(run: Run) -> tuple[dict[str, torch.Tensor], History, list[Translation]]:
+    shared = _SHARED
+    assert shared is not None, "the worker was not initialised"
+    model = run.build()
+    if isinstance(run.config, Seq2SeqConfig):
+        history: History = train_seq2seq(model, shared.pairs, shared.src_vocab,
+                                         shared.tgt_vocab, **run.options)
+        decode: GreedyDecoder = seq2seq_greedy_decode
+    else:
+        history = train_transformer(model, shared.pairs, shared.src_vocab, shared.tgt_vocab,
+                                    **run.options)
+        decode = transformer_greedy_decode
+    translations = (translate(model, list(shared.sources), shared.src_vocab, shared.tgt_vocab,
+                              decode=decode) if shared.sources else [])
+    return model.state_dict(), history, translations
+
+
+def default_workers() -> int:
+    """The worker count :func:`train_runs` uses by default: ``ATTNLIB_WORKERS`` if set, else
+    the CPU cores this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    return positive_int_from_env("ATTNLIB_WORKERS", cores)
+
+
+def train_runs(
+    runs: Sequence[Run],
+    pairs: Sequence[TokenPair],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    *,
+    sources: Sequence[Sequence[str]] = (),
+    workers: int | None = None,
+    desc: str | None = None,
+) -> list[RunResult]:
+    """Train every run on ``pairs`` and translate ``sources`` with it; the results in run order.
+
+    With ``workers`` = 1 the runs are trained one after another in this process; with more,
+    in that many worker processes (at most one per run). The numbers are the same either way.
+    Each model is built with :meth:`Run.build`, which calls ``torch.manual_seed(init_seed)``:
+    afterwards the caller's global torch generator is in the state that seed leaves, as it
+    would be after building the models in the notebook.
+
+    Args:
+        runs: the runs; their names need not be unique.
+        pairs: the training pairs (anything with ``src`` and ``tgt`` token sequences).
+        sources: source sentences (token sequences) each trained model translates greedily.
+        workers: worker processes; ``None``: :func:`default_workers`.
+        desc: the label of the progress bar over finished runs.
+
+    Raises:
+        TypeError: if a run is not a :class:`Run` or its config is of another type.
+        ValueError: if ``runs`` is empty or ``workers`` is not an int >= 1.
+    """
+    if not runs:
+        raise ValueError("runs must hold at least one Run, got none")
+    for i, run in enumerate(runs):
+        if not isinstance(run, Run):
+            raise TypeError(f"runs[{i}] must be a Run, got {type(run).__name__}")
+        if not isinstance(run.config, (Seq2SeqConfig, TransformerConfig)):
+            raise TypeError(f"runs[{i}].config must be a Seq2SeqConfig or a TransformerConfig, "
+                            f"got {type(run.config).__name__}")
+    workers = default_workers() if workers is None else workers
+    check_int("workers", workers, minimum=1)
+    shared = _Shared(tuple(_Tokens(tuple(p.src), tuple(p.tgt)) for p in pairs), src_vocab,
+                     tgt_vocab, tuple(tuple(s) for s in sources), torch.get_num_threads())
+    outputs: dict[int, tuple[dict[str, torch.Tensor], History, list[Translation]]] = {}
+    workers = min(workers, len(runs))
+    if workers == 1:
+        global _SHARED
+        saved = _SHARED
+        _SHARED = shared
+        try:
+            for i in progress(range(len(runs)), total=len(runs), desc=desc):
+                outputs[i] = _train_one(runs[i])
+        finally:
+            _SHARED = saved
+    else:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                 initargs=(shared,)) as pool:
+            futures = {pool.submit(_train_one, run): i for i, run in enumerate(runs)}
+            for future in progress(as_completed(futures), total=len(runs), desc=desc):
+                outputs[futures[future]] = future.result()
+    results = []
+    for i, run in enumerate(runs):
+        state, history, translations = outputs[i]
+        model = run.build()
+        model.load_state_dict(state)
+        results.append(RunResult(run, model, history, translations))
+    return results
