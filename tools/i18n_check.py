@@ -102,7 +102,10 @@ def _parser() -> Any:
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     extensions = set(config.get("parse", {}).get("myst_enable_extensions", []))
-    return create_md_parser(MdParserConfig(enable_extensions=extensions), RendererHTML)
+    # Jupyter Book's own default (jupyter_book/default_config.yml): display maths ($$) may sit
+    # inside a paragraph. Without it a paragraph with $$...$$ in it is read wrongly.
+    config_ = MdParserConfig(enable_extensions=extensions, dmath_double_inline=True)
+    return create_md_parser(config_, RendererHTML)
 
 
 def _inline_tokens(text: str) -> Iterator[Any]:
