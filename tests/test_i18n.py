@@ -165,9 +165,9 @@ def test_outputs_are_not_messages() -> None:
     cells = json.loads((ROOT / "chapters" / "02_attention_scores.ipynb").read_text("utf-8"))["cells"]
     outputs = "".join("".join(output.get("data", {}).get("text/markdown", ""))
                       for cell in cells for output in cell.get("outputs", []))
-    assert "entropy (nats)" in outputs and "`attnlib.masking.softmax_with_temperature`" in outputs
+    assert "entropy (nats)" in outputs and "`attnlib.blocks.masking.softmax_with_temperature`" in outputs
     assert "entropy (nats)" not in messages
-    assert "`attnlib.masking.softmax_with_temperature`" not in messages
+    assert "`attnlib.blocks.masking.softmax_with_temperature`" not in messages
 
 
 def test_api_docstrings_are_not_messages() -> None:
