@@ -245,3 +245,15 @@ def test_tasks_are_what_they_say() -> None:
             assert targets[row, j] == values[row, pair]
     sums, deltas = rc.write_and_read(32, 16, "sum"), rc.write_and_read(32, 16, "delta")
     assert deltas[-1] < 1e-10 < sums[-1]
+
+
+def test_recall_models_share_the_convolution_and_training_lowers_the_loss() -> None:
+    hybrid = rc.recall_model("hybrid", conv_size=3)
+    first, second = (block.mixer for block in hybrid.blocks)
+    assert isinstance(first, DeltaNet) and isinstance(second, CausalSelfAttention)
+    assert first.conv.kernel_size == second.conv.kernel_size == (3,)  # type: ignore[union-attr]
+    assert isinstance(rc.recall_model("linear").blocks[0].mixer, DeltaNet)
+    model = rc.recall_model("softmax", seed=0)
+    losses = rc.train_recall(model, steps=40, max_pairs=4, lr=1e-2, batch=16)
+    assert len(losses) == 40 and not model.training
+    assert sum(losses[-5:]) < sum(losses[:5])
