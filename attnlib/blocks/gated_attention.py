@@ -16,6 +16,10 @@ Three small changes to chapter 9's attention, each one option of :class:`CausalS
   cache at every step, as StreamingLLM does, so that a kept first token sits just before
   the window rather than thousands of positions back.
 
+A fourth option, ``conv_size``, passes the query, key and value projections through a short
+depthwise causal convolution, as :class:`~attnlib.blocks.delta_rule.DeltaNet` does, so that a
+key at token t can carry token t - 1 (off by default).
+
 ``forward(x, state)`` returns the output and the cache to continue from (:class:`KVState`);
 ``state=None`` reads a whole sequence from position 0.
 """
@@ -124,15 +128,18 @@ class KVState:
     """What a :class:`CausalSelfAttention` layer caches: keys before RoPE, and values.
 
     ``seen`` counts the tokens read so far; the cache holds the first ``sink_tokens`` of them
-    and the most recent, ``window`` in all (every one without a window).
+    and the most recent, ``window`` in all (every one without a window). With a short
+    convolution, ``conv_tail`` holds its last ``conv_size - 1`` inputs.
 
     Shape:
         - keys, values: (B, H_kv, S, E), S = min(seen, window)
+        - conv_tail: (B, conv_size - 1, D + 2 H_kv E) or None
     """
 
     keys: Tensor
     values: Tensor
     seen: int
+    conv_tail: Tensor | None = None
 
 
 class CausalSelfAttention(nn.Module):
@@ -147,6 +154,7 @@ class CausalSelfAttention(nn.Module):
         sink_tokens: with a window, how many first tokens are always kept (StreamingLLM).
         gate: a sigmoid gate on each head's output (Qiu et al.).
         learned_sink: one learned sink logit per head (gpt-oss).
+        conv_size: 0 (none), or the taps of a short causal convolution on q, k and v.
         rope_base: RoPE's base.
 
     Shape:
@@ -159,8 +167,8 @@ class CausalSelfAttention(nn.Module):
 
     def __init__(self, embed_dim: int, num_heads: int, num_kv_heads: int | None = None, *,
                  window: int | None = None, sink_tokens: int = 0, gate: bool = False,
-                 learned_sink: bool = False, rope_base: float = 10000.0,
-                 dtype: torch.dtype | None = None) -> None:
+                 learned_sink: bool = False, conv_size: int = 0,
+                 rope_base: float = 10000.0, dtype: torch.dtype | None = None) -> None:
         super().__init__()
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         for name, v in (("embed_dim", embed_dim), ("num_heads", num_heads),
@@ -176,6 +184,7 @@ class CausalSelfAttention(nn.Module):
         if window is not None:
             check_int("window", window, minimum=1)
         check_int("sink_tokens", sink_tokens, minimum=0)
+        check_int("conv_size", conv_size, minimum=0)
         if sink_tokens and (window is None or sink_tokens >= window):
             raise ValueError(f"sink_tokens must be below window (the sinks are part of it), "
                              f"got sink_tokens = {sink_tokens} and window = {window}")
@@ -191,6 +200,10 @@ class CausalSelfAttention(nn.Module):
         self.sink_logits = nn.Parameter(torch.zeros(num_heads, dtype=dtype)) \
             if learned_sink else None
         self.rope = RotaryPositionalEmbedding(E, rope_base)
+        self.conv_size = conv_size
+        channels = embed_dim + 2 * kv  # depthwise: one filter per channel of q, k and v
+        self.conv = nn.Conv1d(channels, channels, conv_size, groups=channels, bias=False,
+                              dtype=dtype) if conv_size else None
 
     def _split(self, t: Tensor, heads: int) -> Tensor:
         B, L, _ = t.shape
@@ -212,9 +225,20 @@ class CausalSelfAttention(nn.Module):
             raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
                              f"{self.embed_dim}, got shape {shape_str(x.shape)}")
         B, L, _ = x.shape
-        q = self._split(self.q_proj(x), self.num_heads)  # (B, H, L, E)
-        k = self._split(self.k_proj(x), self.num_kv_heads)  # (B, H_kv, L, E), before RoPE
-        v = self._split(self.v_proj(x), self.num_kv_heads)
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        tail = None
+        if self.conv is not None:  # a short causal convolution over the last conv_size tokens
+            qkv = torch.cat((q, k, v), dim=-1)  # (B, L, D + 2 kv)
+            past = (qkv.new_zeros(B, self.conv_size - 1, qkv.shape[-1])
+                    if state is None or state.conv_tail is None else state.conv_tail)
+            padded = torch.cat((past, qkv), dim=1)  # (B, c - 1 + L, D + 2 kv)
+            tail = padded[:, padded.shape[1] - (self.conv_size - 1):]
+            qkv = self.conv(padded.transpose(1, 2)).transpose(1, 2)  # (B, L, D + 2 kv)
+            kv = k.shape[-1]
+            q, k, v = qkv.split((self.embed_dim, kv, kv), dim=-1)
+        q = self._split(q, self.num_heads)  # (B, H, L, E)
+        k = self._split(k, self.num_kv_heads)  # (B, H_kv, L, E), before RoPE
+        v = self._split(v, self.num_kv_heads)
         seen = 0 if state is None else state.seen
         if state is not None:
             k = torch.cat((state.keys, k), dim=2)  # (B, H_kv, S, E)
@@ -237,7 +261,7 @@ class CausalSelfAttention(nn.Module):
             s, recent = self.sink_tokens, self.window - self.sink_tokens
             keep = torch.cat((torch.arange(s), torch.arange(S - recent, S))).to(x.device)
             k, v = k.index_select(2, keep), v.index_select(2, keep)
-        return out, weights, KVState(k, v, seen + L)
+        return out, weights, KVState(k, v, seen + L, tail)
 
     def _heads(self, x: Tensor, q: Tensor, k: Tensor, v: Tensor, mask: Tensor
                ) -> tuple[Tensor, Tensor]:

@@ -6,6 +6,10 @@ r"""Associative recall: key-value pairs, then queries; and a memory written with
 a line. A model must store every pair as it reads it and find one later: softmax attention
 keeps them all in its cache, a linear-attention or delta-rule layer in a state of fixed size.
 
+:func:`recall_model` builds one-layer softmax, linear-attention and DeltaNet models (and a
+DeltaNet + attention hybrid) with the same short convolution before q, k, v;
+:func:`train_recall` trains them with a curriculum of growing lines.
+
 :func:`write_and_read` is the same question without training: ``pairs`` random unit keys in
 ``dim`` dimensions and one-hot values written into a memory by accumulation
 (:math:`M \mathrel{+}= k v^\top`) or by the delta rule, then read back with each key.
@@ -13,18 +17,16 @@ keeps them all in its cache, a linear-attention or delta-rule layer in a state o
 
 from __future__ import annotations
 
-from typing import cast
-
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
-from attnlib._checks import check_choice, check_int
-from attnlib.blocks.delta_rule import delta_rule_recurrent
-from attnlib.models.decoder_lm import DecoderLM, train_lm
+from attnlib._checks import check_choice, check_int, check_positive
+from attnlib.blocks.delta_rule import DeltaNet, delta_rule_recurrent
+from attnlib.blocks.gated_attention import CausalSelfAttention
 from attnlib.models.mixer_lm import MixerLM
 
-__all__ = ["recall_accuracy", "recall_task", "train_recall", "write_and_read"]
+__all__ = ["recall_accuracy", "recall_model", "recall_task", "train_recall", "write_and_read"]
 
 
 def recall_task(n: int, pairs: int, queries: int = 8, num_keys: int = 64,
@@ -56,15 +58,68 @@ def recall_task(n: int, pairs: int, queries: int = 8, num_keys: int = 64,
     return tokens, targets
 
 
-def train_recall(model: MixerLM, steps: int, max_pairs: int, lr: float = 0.01,
-                 batch: int = 32) -> list[float]:
-    """Train on lines of 1 to ``max_pairs`` pairs (a fresh number and batch each step)."""
-    def draw(step: int) -> tuple[Tensor, Tensor]:
-        pairs = 1 + step % max_pairs
-        return recall_task(batch, pairs, min(8, pairs), seed=step)
+def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 2,
+                 seed: int = 0) -> MixerLM:
+    """A recall model: one layer of ``kind``, or ``"hybrid"`` (a DeltaNet layer, then attention).
 
-    # train_lm only calls the model on tokens: any decoder with that forward will do
-    return train_lm(cast(DecoderLM, model), draw, steps=steps, lr=lr)
+    ``kind`` is ``"softmax"`` (:class:`CausalSelfAttention`), ``"linear"`` (chapter 9's linear
+    attention, ``DeltaNet(rule="linear")``), ``"delta"`` (:class:`DeltaNet`) or ``"hybrid"``.
+    Every layer gets the same short causal convolution of ``conv_size`` taps before q, k, v,
+    so a key read at a value's token can carry the key token before it. The vocabulary is
+    :func:`recall_task`'s default 64 keys and 64 values.
+
+    Raises:
+        ValueError: if ``kind`` is unknown or a size is < 1.
+    """
+    check_choice("kind", kind, ("softmax", "linear", "delta", "hybrid"))
+    check_int("conv_size", conv_size, minimum=1)
+    torch.manual_seed(seed)
+
+    def layer(k: str) -> nn.Module:
+        if k == "softmax":
+            return CausalSelfAttention(dim, num_heads, conv_size=conv_size)
+        return DeltaNet(dim, num_heads, rule=k, conv_size=conv_size)
+
+    kinds = ["delta", "softmax"] if kind == "hybrid" else [kind]
+    return MixerLM(128, [layer(k) for k in kinds], d_ff=2 * dim)
+
+
+def train_recall(model: MixerLM, steps: int = 500, max_pairs: int = 64, lr: float = 3e-3,
+                 batch: int = 64, seed: int = 0) -> list[float]:
+    """Train on lines of 1 to n pairs, every pair asked; n rises from 4 to ``max_pairs``.
+
+    A curriculum: at step s the number of pairs is drawn uniformly from 1 to
+    ``min(max_pairs, max(4, max_pairs (s + 1) / (steps / 2)))``, so the longest lines come in
+    the second half. AdamW (no weight decay), one-cycle rate peaking at ``lr``.
+
+    Returns:
+        The training loss of every step.
+
+    Raises:
+        ValueError: if a size is < 1 or ``lr`` <= 0.
+    """
+    for name, v in (("steps", steps), ("max_pairs", max_pairs), ("batch", batch)):
+        check_int(name, v, minimum=1)
+    check_positive("lr", lr)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps,
+                                                   pct_start=0.1)
+    g = torch.Generator().manual_seed(seed + 12345)
+    model.train()
+    losses: list[float] = []
+    for step in range(steps):
+        cap = min(max_pairs, max(4, int(max_pairs * (step + 1) / (0.5 * steps))))
+        pairs = int(torch.randint(1, cap + 1, (), generator=g).item())
+        tokens, targets = recall_task(batch, pairs, pairs, seed=seed * 100000 + step)
+        loss = F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten(),
+                               ignore_index=-100)
+        optimizer.zero_grad()
+        loss.backward()  # type: ignore[no-untyped-call]  # untyped in torch 2.13
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+    model.eval()
+    return losses
 
 
 @torch.no_grad()
