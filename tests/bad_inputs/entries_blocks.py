@@ -23,6 +23,7 @@ from .harness import (
     Positive,
     Prob,
     Real,
+    Seq,
     Text,
     X,
     api,
@@ -495,3 +496,49 @@ def _() -> Call:
         "query": X("B H L E"), "key": X("B H S E"), "value": X("B H S F"),
         "is_causal": Flag(False)})
 
+
+
+# --- the argument checks themselves -------------------------------------------------------------
+
+
+@entry("shape_str")
+def _() -> Call:
+    return Call(api("shape_str"), {"shape": Seq((2, 3), "int", 0)})
+
+
+def _check(name: str, **args: object) -> Call:
+    """A check called as attnlib calls it: the name it reports is the argument's own."""
+    first = next(iter(args))
+    return Call(lambda **kw: api(name)(first, **kw), dict(args))
+
+
+entry("check_tensor")(lambda: _check("check_tensor", value=Obj(torch.ones(2),
+                                                                others=([1.0, 2.0],))))
+entry("check_floating")(lambda: _check("check_floating", value=X("N")))
+entry("check_ndim")(lambda: _check("check_ndim", value=X("N L"), ndims=Count(2, 0),
+                                   expected=Text("(N, L)")))
+entry("check_positive")(lambda: _check("check_positive", value=Positive(1.0)))
+entry("check_finite")(lambda: _check("check_finite", value=X("N")))
+entry("check_choice")(lambda: _check("check_choice", value=Choice("a"),
+                                     choices=Seq(["a", "b"])))
+entry("check_int")(lambda: _check("check_int", value=Count(3, None),
+                                  minimum=Count(0, None, optional=True)))
+entry("check_probability")(lambda: _check("check_probability", value=Prob(0.1)))
+entry("check_sequence")(lambda: _check("check_sequence", x=X("B L D"), d_model=Count(8)))
+entry("check_token_ids")(lambda: _check("check_token_ids", tokens=I("B L", 12),
+                                        num_symbols=Count(12)))
+
+
+@entry("positive_int_from_env")
+def _() -> Call:
+    return Call(api("positive_int_from_env"), {"name": Text("ATTNLIB_CATALOGUE_UNSET"),
+                                               "default": Count(2)})
+
+
+@entry("check_qkv")
+def _() -> Call:
+    return Call(api("check_qkv"), {
+        "query": X("B H L E"), "key": X("B H S E"), "value": X("B H S F"),
+        "layout": Choice("heads"), "attn_mask": M("B H L S", broadcast=False),
+        "is_causal": Flag(False), "causal_needs_l_eq_s": Flag(False), "need_keys": Flag(False)},
+        compare=False)

@@ -263,10 +263,10 @@ def _() -> Call:
     ])
 
 
-@entry("transformer.Encoder")
+@entry("stacks.Encoder")
 def _() -> Call:
     def fn(config, x, key_padding_mask, need_weights):  # type: ignore[no-untyped-def]
-        return api("transformer.Encoder")(config)(x, key_padding_mask,
+        return api("stacks.Encoder")(config)(x, key_padding_mask,
                                                   need_weights=need_weights)
 
     return Call(fn, {"config": Obj(_tf_config()), "x": X("B S D"),

@@ -40,7 +40,7 @@ pe = api_module("positional")
 sc = api_module("scoring")
 s2s = api_module("seq2seq")
 tr = api_module("training")
-tf = api_module("transformer", "decoding")
+tf = api_module("stacks", "decoding")
 
 # Deterministic in CI: the same examples on every run.
 PROPERTY = settings(deadline=None, max_examples=25, derandomize=True)

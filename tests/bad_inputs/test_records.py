@@ -21,7 +21,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnlib import data, plot
+from attnlib import data
 
 from .harness import documented_callables
 from .helpers import (
@@ -40,6 +40,7 @@ from .helpers import (
 )
 
 at = api_module("attention")
+plot = api_module("plot")
 cx = api_module("complexity")
 ef = api_module("efficient")
 ex = api_module("extrapolation")
@@ -51,7 +52,7 @@ pe = api_module("positional")
 sc = api_module("scoring")
 s2s = api_module("seq2seq")
 tr = api_module("training")
-tf = api_module("transformer", "decoding")
+tf = api_module("stacks", "decoding")
 
 
 @pytest.fixture(autouse=True)
