@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnlib._checks import check_int
+from attnlib._checks import check_flag, check_instance, check_int
 
 __all__ = ["PUBLISHED", "AttentionShape", "kv_cache_bytes"]
 
@@ -85,9 +85,18 @@ class AttentionShape:
     window: int | None = None
     source: str = ""
 
+    def __post_init__(self) -> None:
+        check_instance("name", self.name, str, "a str")
+        check_instance("source", self.source, str, "a str")
+        for name in ("num_layers", "num_heads", "num_kv_heads", "head_dim", "context"):
+            check_int(name, getattr(self, name), minimum=1)
+        if self.window is not None:
+            check_int("window", self.window, minimum=1)
+
     def cache_bytes(self, tokens: int | None = None, batch: int = 1,
                     bytes_per_number: int = 2, window: bool = True) -> int:
         """:func:`kv_cache_bytes` for this model; ``tokens`` defaults to its context."""
+        check_flag("window", window)
         return kv_cache_bytes(self.num_layers, self.num_kv_heads, self.head_dim,
                               self.context if tokens is None else tokens, batch,
                               bytes_per_number, self.window if window else None)

@@ -27,10 +27,13 @@ import torch
 from torch import Tensor
 
 from attnlib._checks import (
+    check_flag,
+    check_float_dtype,
+    check_floating,
+    check_instance,
     check_int,
     check_ndim,
     check_positive,
-    check_tensor,
 )
 from attnlib.blocks.attention import scaled_dot_product_attention
 from attnlib.blocks.multihead import merge_heads
@@ -119,6 +122,7 @@ def rescale_rope(model: LookbackModel, method: str, scale: float) -> LookbackMod
     Raises:
         ValueError: if the model does not use RoPE, ``method`` is unknown or ``scale`` <= 0.
     """
+    check_instance("model", model, LookbackModel, "a LookbackModel")
     if model.rope is None:
         raise ValueError(f"model must use RoPE, got encoding = {model.config.encoding!r}")
     check_positive("scale", scale)
@@ -173,8 +177,10 @@ def alibi_bias(
         ValueError: if ``L`` < 1 or ``slopes`` is not 1-D.
     """
     check_int("L", L, minimum=1)
-    slopes = check_tensor("slopes", slopes)
+    slopes = check_floating("slopes", slopes)
     check_ndim("slopes", slopes, 1, "(H,)")
+    check_flag("causal", causal)
+    check_float_dtype("dtype", dtype)
     i = torch.arange(L, dtype=torch.float64)[:, None]  # (L, 1)
     j = torch.arange(L, dtype=torch.float64)[None, :]  # (1, L)
     distance = (i - j) if causal else (i - j).abs()  # (L, L)
@@ -196,6 +202,8 @@ class AlibiLookbackModel(LookbackModel):
 
     def __init__(self, config: LookbackConfig, *, causal: bool = True,
                  dtype: torch.dtype = torch.float32) -> None:
+        check_instance("config", config, LookbackConfig, "a LookbackConfig")
+        check_flag("causal", causal)
         if config.encoding != "none":
             raise ValueError(f"an ALiBi model has no position vectors: config.encoding must be "
                              f"'none', got {config.encoding!r}")
@@ -205,6 +213,7 @@ class AlibiLookbackModel(LookbackModel):
     def forward(
         self, tokens: Tensor, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
+        check_flag("need_weights", need_weights)
         q, k, v = self._qkv(tokens)  # (B, H, L, E) each
         slopes = alibi_slopes(self.config.num_heads)  # (H,)
         bias = alibi_bias(q.shape[2], slopes, causal=self.causal, dtype=q.dtype)  # (H, L, L)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnlib._checks import check_int, check_ndim, check_tensor, shape_str
+from attnlib._checks import check_device, check_instance, check_int, check_token_ids, shape_str
 from attnlib.models.decoder_lm import DecoderLM, generate
 
 __all__ = ["SpeculativeResult", "speculative_decode"]
@@ -94,14 +94,21 @@ def _check_speculative_args(
     model: DecoderLM, draft: DecoderLM, prompt: Tensor, steps: int, k: int
 ) -> Tensor:
     """The argument checks of :func:`speculative_decode`; returns the prompt."""
-    prompt = check_tensor("prompt", prompt)
-    check_ndim("prompt", prompt, 2, "(1, L0)")
-    if prompt.shape[0] != 1:
-        raise ValueError(f"prompt must be one sequence, shape (1, L0), got "
-                         f"{shape_str(prompt.shape)}")
+    check_instance("model", model, DecoderLM, "a DecoderLM")
+    check_instance("draft", draft, DecoderLM, "a DecoderLM")
+    prompt = check_token_ids("prompt", prompt, model.config.vocab_size, 2, "(1, L0)",
+                             model.embedding.weight.device)
+    if prompt.shape[0] != 1 or prompt.shape[1] == 0:
+        raise ValueError(f"prompt must be one sequence of at least one token, shape (1, L0), "
+                         f"got {shape_str(prompt.shape)}")
     check_int("steps", steps, minimum=0)
     check_int("k", k, minimum=1)
     if draft.config.vocab_size != model.config.vocab_size:
         raise ValueError(f"draft and model must share a vocabulary, got vocab_size "
                          f"{draft.config.vocab_size} and {model.config.vocab_size}")
+    check_device("prompt", prompt, draft.embedding.weight.device, "the draft")
+    longest = min(model.config.max_len, draft.config.max_len)
+    if prompt.shape[1] + steps > longest:
+        raise ValueError(f"steps = {steps} new tokens after a prompt of {prompt.shape[1]} would "
+                         f"pass max_len = {longest} (of the model or the draft)")
     return prompt

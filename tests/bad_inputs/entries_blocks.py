@@ -124,7 +124,8 @@ def _() -> Call:
 def _() -> Call:
     return Call(api("check_mask"), {"name": Plain("mask"), "mask": M("B L S", broadcast=False),
                                     "target_shape": Plain((2, 3, 5)),
-                                    "dtype": Plain(torch.float32)})
+                                    "dtype": Plain(torch.float32)}, allow_inf=True,
+                compare=False)
 
 
 @entry("float_mask")
@@ -324,7 +325,7 @@ def _() -> Call:
     def fn(d_model, max_len, dropout, base, x, offset):  # type: ignore[no-untyped-def]
         return api("SinusoidalPositionalEncoding")(d_model, max_len, dropout, base)(x, offset)
 
-    return Call(fn, {"d_model": Count(8), "max_len": Count(16), "dropout": Prob(0.0),
+    return Call(fn, {"d_model": Count(8), "max_len": Count(16, 0), "dropout": Prob(0.0),
                      "base": Positive(10000.0), "x": X("B L D"),
                      "offset": Count(0, 0, cost=True, huge=10**6)}, module=True)
 
@@ -503,7 +504,7 @@ def _() -> Call:
 
 @entry("shape_str")
 def _() -> Call:
-    return Call(api("shape_str"), {"shape": Seq((2, 3), "int", 0)})
+    return Call(api("shape_str"), {"shape": Seq((2, 3), "any", 0)})
 
 
 def _check(name: str, **args: object) -> Call:
@@ -515,7 +516,8 @@ def _check(name: str, **args: object) -> Call:
 entry("check_tensor")(lambda: _check("check_tensor", value=Obj(torch.ones(2),
                                                                 others=([1.0, 2.0],))))
 entry("check_floating")(lambda: _check("check_floating", value=X("N")))
-entry("check_ndim")(lambda: _check("check_ndim", value=X("N L"), ndims=Count(2, 0),
+entry("check_ndim")(lambda: _check("check_ndim", value=Obj(torch.ones(2, 3), others=([1.0],)),
+                                   ndims=Count(2, 0),
                                    expected=Text("(N, L)")))
 entry("check_positive")(lambda: _check("check_positive", value=Positive(1.0)))
 entry("check_finite")(lambda: _check("check_finite", value=X("N")))
@@ -541,4 +543,36 @@ def _() -> Call:
         "query": X("B H L E"), "key": X("B H S E"), "value": X("B H S F"),
         "layout": Choice("heads"), "attn_mask": M("B H L S", broadcast=False),
         "is_causal": Flag(False), "causal_needs_l_eq_s": Flag(False), "need_keys": Flag(False)},
-        compare=False)
+        compare=False, allow_inf=True)
+
+
+entry("check_flag")(lambda: _check("check_flag", value=Flag(True)))
+entry("check_real")(lambda: _check("check_real", value=Real(0.5, 0.0),
+                                   minimum=Real(0.0, optional=True)))
+entry("check_float_dtype")(lambda: _check("check_float_dtype", dtype=DType(torch.float32)))
+entry("check_tokens")(lambda: _check("check_tokens", value=Seq(["a", "b"])))
+entry("check_sentences")(lambda: _check("check_sentences", value=Seq(["a b", ["c"]], "any")))
+entry("check_ints")(lambda: _check("check_ints", value=Seq([1, 2], "int", 0),
+                                   minimum=Count(0, None, optional=True)))
+entry("check_instance")(lambda: _check("check_instance", value=Obj(torch.ones(1)),
+                                       cls=Plain(torch.Tensor), what=Text("a tensor")))
+
+
+@entry("check_device")
+def _() -> Call:
+    def fn(value, device, other):  # type: ignore[no-untyped-def]
+        return api("check_device")("value", value, device, other)
+
+    return Call(fn, {"value": Obj(torch.ones(2), others=([1.0],)),
+                     "device": Plain(torch.device("cpu")), "other": Text("the model")})
+
+
+@entry("check_input")
+def _() -> Call:
+    def fn(value, like, ndim, expected):  # type: ignore[no-untyped-def]
+        return api("check_input")("value", value, like, ndim, expected)
+
+    # value and like must agree: an error about either may name the other
+    return Call(fn, {"value": X("B L D"), "like": X("D"), "ndim": Count(3, 0, optional=True),
+                     "expected": Text("(B, L, D)")}, compare=False,
+                aliases={"like": ("value",), "value": ("like",)})

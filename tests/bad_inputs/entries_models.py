@@ -394,9 +394,9 @@ exempt("a result the Transformer builds (a NamedTuple or dataclass of tensors); 
 @entry("make_masks")
 def _() -> Call:
     return Call(api("make_masks"), {
-        "src_lengths": src_lengths(), "S": Count(5),
-        "tgt_lengths": Lengths(TGT_LENGTHS.clone(), 3, optional=True),
-        "L": Count(3, optional=True)}, bad=[
+        "src_lengths": Lengths(SRC_LENGTHS.clone(), 5, minimum=0), "S": Count(5, 0),
+        "tgt_lengths": Lengths(TGT_LENGTHS.clone(), 3, minimum=0, optional=True),
+        "L": Count(3, 0, optional=True)}, bad=[
         Bad("batches-of-different-sizes", {"tgt_lengths": torch.tensor([3, 2, 1])},
             names=("tgt_lengths",))])
 
@@ -471,7 +471,8 @@ def _() -> Call:
 @entry("gnmt_length_penalty")
 def _() -> Call:
     return Call(api("gnmt_length_penalty"), {
-        "length": Lengths(torch.tensor([3, 5]), None, minimum=0), "alpha": Real(0.6, 0.0)})
+        "length": Lengths(torch.tensor([3, 5]), None, minimum=0, any_shape=True),
+        "alpha": Real(0.6, 0.0)})
 
 
 # --- the decoder-only language model ------------------------------------------------------------

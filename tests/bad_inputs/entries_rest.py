@@ -62,8 +62,9 @@ def _pairs() -> list[Any]:
 
 @entry("Difficulty")
 def _() -> Call:
-    return Call(api("Difficulty"), {"depth": Count(1, 0), "p_modifier": Prob(0.5),
-                                    "p_two_clauses": Prob(0.0), "max_src_len": Count(20)})
+    return Call(api("Difficulty"), {"depth": Count(1, 0), "p_modifier": Real(0.5, 0.0),
+                                    "p_two_clauses": Real(1.0, 0.0), "max_src_len": Count(20)},
+                bad=[Bad("probability-above-1", {"p_modifier": 1.5}, names=("p_modifier",))])
 
 
 @entry("Vocab")
@@ -91,7 +92,7 @@ def _() -> Call:
 @entry("Vocab.decode")
 def _() -> Call:
     vocab = api("Vocab").build([["a", "b"]])
-    ids = I("L", 6)
+    ids = I("L", 6, list_ok=True)
     return Call(vocab.decode, {"ids": ids, "strip_special": Flag(True)})
 
 
@@ -206,7 +207,7 @@ exempt("a result the training and evaluation functions build; nothing to check",
 def _() -> Call:
     return Call(api("accuracy_by_length"), {"hypotheses": Seq(HYPS), "references": Seq(REFS),
                                             "lengths": Seq([3, 2], "int", 0),
-                                            "bins": Seq([1, 3, 5], "int", 1, optional=True)})
+                                            "bins": Seq([1, 3, 5], "int", 0, optional=True)})
 
 
 @entry("bleu")
@@ -220,7 +221,7 @@ def _() -> Call:
     return Call(api("bleu_by_length"), {"hypotheses": Seq(HYPS),
                                          "reference_sets": Seq([[r] for r in REFS], "any"),
                                          "lengths": Seq([3, 2], "int", 0),
-                                         "bins": Seq([1, 3, 5], "int", 1)})
+                                         "bins": Seq([1, 3, 5], "int", 0, optional=True)})
 
 
 @entry("bleu_signature")
@@ -240,7 +241,7 @@ for _name in ("exact_match_any", "multi_reference_bleu"):
 @entry("length_groups")
 def _() -> Call:
     return Call(api("length_groups"), {"lengths": Seq([3, 2], "int", 0),
-                                       "bins": Seq([1, 3, 5], "int", 1, optional=True),
+                                       "bins": Seq([1, 3, 5], "int", 0, optional=True),
                                        "n_items": Count(2, 0)})
 
 
@@ -332,7 +333,7 @@ def _() -> Call:
     scorer = api("ReferenceBLEU")([[r] for r in REFS])
     return Call(scorer.bleu_by_length, {"hypotheses": Seq(HYPS),
                                         "lengths": Seq([3, 2], "int", 0),
-                                        "bins": Seq([1, 3, 5], "int", 1)})
+                                        "bins": Seq([1, 3, 5], "int", 0, optional=True)})
 
 
 @entry("closest_width")
@@ -343,7 +344,7 @@ def _() -> Call:
 
 @entry("count_parameters")
 def _() -> Call:
-    return Call(api("count_parameters"), {"model": Obj(nn.Linear(3, 2))})
+    return Call(api("count_parameters"), {"model": Obj(nn.Linear(3, 2), any_module=True)})
 
 
 @entry("tokens_per_second")
@@ -393,7 +394,8 @@ def _layer_call(cls: str, **args: Any) -> Call:
     def fn(x, **kw):  # type: ignore[no-untyped-def]
         return api(cls)(**kw)(x)
 
-    return Call(fn, {**args, "x": X("B L D")}, module=True)
+    # SelfAttentionLayer has no parameters: any device is its own
+    return Call(fn, {**args, "x": X("B L D")}, module=cls != "SelfAttentionLayer")
 
 
 entry("ConvolutionalLayer")(lambda: _layer_call("ConvolutionalLayer", d=Count(8),
@@ -413,8 +415,7 @@ def _() -> Call:
 @entry("gradient_norms")
 def _() -> Call:
     layer = seeded(lambda: api("SelfAttentionLayer")())
-    return Call(api("gradient_norms"), {"layers": Seq([layer, layer], "any"), "x": X("B L D")},
-                module=True)
+    return Call(api("gradient_norms"), {"layers": Seq([layer, layer], "any"), "x": X("B L D")})
 
 
 @entry("layer_flops")
@@ -450,8 +451,7 @@ def _() -> Call:
     layer = seeded(lambda: api("SelfAttentionLayer")())
     return Call(api("time_layer"), {"layer": Obj(layer), "x": X("B L D"), "repeats": Count(1),
                                     "clock": Choice("thread"),
-                                    "num_threads": Count(1, optional=True)}, module=True,
-                compare=False)
+                                    "num_threads": Count(1, optional=True)}, compare=False)
 
 
 # --- offset copy --------------------------------------------------------------------------------
@@ -498,7 +498,7 @@ def _() -> Call:
     tokens, targets = _offset_data()
     return Call(api("offset_accuracy"), {"model": Obj(_offset_model()),
                                          "tokens": Ids(tokens, "N L", 8),
-                                         "targets": Plain(targets)},
+                                         "targets": Ids(targets, "N L 2", 8)},
                 module=True, bad=[Bad("tokens-and-targets-of-different-counts",
                                       {"tokens": tokens[:2]}, names=("tokens", "targets"))])
 
@@ -658,7 +658,7 @@ def _() -> Call:
 
 @entry("echo_targets")
 def _() -> Call:
-    return Call(api("echo_targets"), {"tokens": I("B 8", 12), "period": Count(2)})
+    return Call(api("echo_targets"), {"tokens": I("B 8", 26), "period": Count(2)})
 
 
 @entry("echo_text")
@@ -669,7 +669,7 @@ def _() -> Call:
 
 @entry("to_text")
 def _() -> Call:
-    return Call(api("to_text"), {"tokens": I("B 8", 12)})
+    return Call(api("to_text"), {"tokens": I("B 8", 26)})
 
 
 # --- notebook helpers ---------------------------------------------------------------------------
@@ -682,7 +682,7 @@ def _() -> Call:
 
 @entry("heatmap")
 def _() -> Call:
-    weights = X("L S")
+    weights = X("L S", any_real=True)
     weights.value = weights.value.softmax(-1)
     return Call(api("heatmap"), {"weights": weights, "title": Text(None, optional=True),
                                  "xticklabels": Plain(None), "colorbar": Flag(True)})

@@ -211,14 +211,16 @@ class Data(Arg):
     dims: str
     optional: bool = False
     half: bool = True  # try float16 with extreme values
+    any_real: bool = False  # integer, bool and list input is fine too (a plot)
 
     def mutations(self, name: str, call: Call) -> list[Mutation]:
         t = self.value
+        real = _e if self.any_real else _r
         muts = [
-            _r("int64", name, t.round().long()),
-            _r("bool", name, t > 0),
+            real("int64", name, t.round().long()),
+            real("bool", name, t > 0),
             _r("complex", name, t.to(torch.complex64)),
-            _r("list", name, t.tolist()),
+            real("list", name, t.tolist()),
             _e("float64" if t.dtype != torch.float64 else "float32", name,
                t.to(torch.float32 if t.dtype == torch.float64 else torch.float64)),
             _e("noncontiguous", name, noncontiguous(t), t.clone(), True),
@@ -233,8 +235,9 @@ class Data(Arg):
         for d, letter in enumerate(self.dims.split()):
             if letter in BATCH and t.shape[d] > 1 and call.shares(name, letter):
                 small = t.narrow(d, 0, 1)
-                muts.append(_e(f"broadcast-{letter}", name, small, expand_like(small, t.shape),
-                               True))
+                muts.append(dataclasses.replace(
+                    _e(f"broadcast-{letter}", name, small, expand_like(small, t.shape), True),
+                    names=(name, *call.sharers(name, letter))))
         if t.ndim >= 2:
             muts.append(_e("extra-dim", name, t.unsqueeze(0)))
             muts.append(_e("missing-dim", name, t[0]))
@@ -294,7 +297,7 @@ class Mask(Arg):
             muts.append(_e("0-d", name, first.clone(), expand_like(first, m.shape), b))
         if b:
             muts.append(_r("last-dim-plus-1", name, torch.cat((m, m[..., :1]), dim=-1)))
-            muts.append(_r("enlarging", name, m.unsqueeze(0).expand(2, *m.shape).contiguous()))
+            muts.append(_r("enlarging", name, m.unsqueeze(0).expand(7, *m.shape).contiguous()))
         return muts
 
 
@@ -306,6 +309,7 @@ class Ids(Arg):
     dims: str
     vocab: int | None  # None: no upper bound (positions)
     optional: bool = False
+    list_ok: bool = False  # a list of ints is accepted as well
 
     def mutations(self, name: str, call: Call) -> list[Mutation]:
         t = self.value
@@ -318,7 +322,8 @@ class Ids(Arg):
         muts += [
             _r("float", name, t.float()),
             _r("bool", name, t > 0),
-            _r("list", name, t.tolist()),
+            _e("list", name, t.tolist(), t.clone(), True) if self.list_ok
+            else _r("list", name, t.tolist()),
             _e("int32", name, t.int(), t.clone(), True),
             _e("noncontiguous", name, noncontiguous(t), t.clone(), True),
         ]
@@ -339,6 +344,8 @@ class Lengths(Arg):
     maximum: int | None
     minimum: int = 1
     optional: bool = False
+    dims: str = "B"
+    any_shape: bool = False  # elementwise: a 2-D tensor of lengths is fine
 
     def mutations(self, name: str, call: Call) -> list[Mutation]:
         t = self.value
@@ -352,10 +359,11 @@ class Lengths(Arg):
         muts += [
             _r("float", name, t.float()),
             _r("list", name, t.tolist()),
-            _r("2-D", name, t[None]),
-            _r("one-more-row", name, torch.cat((t, t[:1]))),
+            _r("2-D", name, t[None]) if not self.any_shape else _e("2-D", name, t[None]),
             _e("int32", name, t.int(), t.clone(), True),
         ]
+        if call.shares(name, "B"):  # another argument has the batch: the lengths must fit it
+            muts.append(_r("one-more-row", name, torch.cat((t, t[:1]))))
         if self.minimum > 0:
             zero = t.clone()
             zero[0] = 0
@@ -481,12 +489,15 @@ class Obj(Arg):
     optional: bool = False
     others: tuple[Any, ...] = ()
     fresh: bool = False
+    any_module: bool = False  # any nn.Module is right (an nn.Linear too)
 
     def get(self) -> Any:
         return self.value() if self.fresh else self.value
 
     def mutations(self, name: str, call: Call) -> list[Mutation]:
-        muts = [_r("a-Linear", name, nn.Linear(1, 1)), _r("str", name, "model")]
+        muts = [_r("str", name, "model")]
+        if not self.any_module:
+            muts.append(_r("a-Linear", name, nn.Linear(1, 1)))
         muts += [_r(f"other-{i}", name, o) for i, o in enumerate(self.others)]
         if not self.optional:
             muts.append(_r("None", name, None))
@@ -583,6 +594,7 @@ class Call:
     allow_inf: bool = False
     bad: list[Bad] = field(default_factory=list)
     compare: bool = True  # False: the result depends on the machine (a time), no twin
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # names an error may use
 
     def values(self) -> dict[str, object]:
         return {k: v.get() if isinstance(v, Arg) else v for k, v in self.args.items()}
@@ -593,8 +605,15 @@ class Call:
 
     def shares(self, name: str, letter: str) -> bool:
         """Whether another tensor argument has the letter (so a size 1 there broadcasts)."""
-        return any(isinstance(v, Data | Mask | Ids) and k != name and v.value is not None
-                   and letter in v.dims.split() for k, v in self.args.items())
+        return any(isinstance(v, Data | Mask | Ids | Lengths) and k != name
+                   and v.value is not None and letter in v.dims.split()
+                   for k, v in self.args.items())
+
+    def sharers(self, name: str, letter: str) -> tuple[str, ...]:
+        """The other tensor arguments that have the letter: an error may name them instead."""
+        return tuple(k for k, v in self.args.items()
+                     if isinstance(v, Data | Mask | Ids | Lengths) and k != name
+                     and v.value is not None and letter in v.dims.split())
 
     def device_bound(self, name: str) -> bool:
         return self.module or len(self.tensors()) >= 2
@@ -612,6 +631,10 @@ class Call:
                                      bad.names or tuple(bad.changes)))
         if not self.compare:
             muts = [dataclasses.replace(m, twin=None) for m in muts]
+        if self.aliases:
+            muts = [dataclasses.replace(m, names=(*m.names, *(a for n in m.names
+                                                             for a in self.aliases.get(n, ()))))
+                    for m in muts]
         return muts
 
     def sweep(self) -> list[Mutation]:
@@ -631,6 +654,8 @@ class Call:
             "all+20": {k: torch.full_like(t, 20.0) for k, t in data.items()},
             "all-20": {k: torch.full_like(t, -20.0) for k, t in data.items()},
             "float16": {k: t.half() for k, t in data.items()},
+            "float16-|x|=300": {k: (t * (300 / max(float(t.abs().max()), 1e-12))).half()
+                                for k, t in data.items()},
             "float16-all+20": {k: torch.full_like(t, 20.0).half() for k, t in data.items()},
         }
         return [Mutation(f"sweep:{vid}", changes, EITHER, names)
@@ -798,10 +823,8 @@ def attempt(call: Call, mutation: Mutation) -> Outcome:
     started = time.perf_counter()
     try:
         if mutation.cost:
-            from attnlib import efficient
-
             box: list[object] = []
-            peak = efficient.peak_memory(lambda: box.append(_seeded(call.fn, kwargs)))
+            peak = api("peak_memory")(lambda: box.append(_seeded(call.fn, kwargs)))
             result = box[0]
         else:
             result = _seeded(call.fn, kwargs)

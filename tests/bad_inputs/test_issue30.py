@@ -18,17 +18,7 @@ import torch
 from .harness import api, seeded
 
 F16 = torch.float16
-# Cases not fixed yet (strict: a fixed case must leave the set).
-XFAIL: set[str] = {
-    "1-linear-attention-all-minus-20", "1-linear-attention-queries-3e4",
-    "1-linear-attention-S-or-E-zero", "1-lm_loss-every-target-ignored",
-    "1-sdpa-need_weights-float16-300", "1-E-zero-scores-kv-sliding",
-    "2-cached-DecoderLayer-float-padding-mask", "2-generate-past-max_len",
-    "2-kernel-per-feature-bandwidth-and-mask-shape", "2-naive-tiled-gqa-scale-and-is_causal",
-    "2-bos_id-float-noise-nan-ignore_index-str", "3-dtypes-not-checked", "3-another-device",
-    "3-tiled-attention-broadcast-batch", "3-0-d-and-(S,)-masks",
-    "3-ids-configs-caches-make_masks", "4-sliding-window-4096-and-sinusoids-at-1e6",
-}
+XFAIL: set[str] = set()  # cases not fixed yet (strict: a fixed case must leave the set)
 
 
 @pytest.fixture(autouse=True)

@@ -553,7 +553,7 @@ RECORDS: list[BadInput] = [
     BadInput("Transformer:tgt_lengths-longer-than-tgt_in", tf.Transformer,
          lambda: _transformer()(_ids([1, 2]), torch.tensor([2]), _ids([1, 2, 3, 4]),
                                 torch.tensor([6])),
-         V, "tgt_in_lengths", "length 6", "the length 4 of tgt_in"),
+         V, "tgt_lengths", "length 6", "the length 4 of tgt_in"),
     BadInput("Transformer:src-longer-than-max_len", tf.Transformer,
          lambda: _transformer()(torch.ones(1, 10, dtype=torch.long), torch.tensor([10]),
                                 _ids([1, 2])),
