@@ -187,7 +187,8 @@ class SinusoidalPositionalEncoding(nn.Module):
     with PE from :func:`sinusoidal_encoding`. The first ``max_len`` rows are kept as the
     non-persistent buffer ``pe`` (a fixed table: not learned, not saved in ``state_dict``).
     ``max_len`` is only the size of that cache: sinusoids are defined for every position, so
-    positions beyond it are computed on the fly, in the input's dtype, and give the same values.
+    positions beyond it are computed on the fly, in the input's dtype, and give the same values
+    (only the L rows asked for: memory follows the sequence, not the offset).
     The buffer has the dtype given at construction (float32 by default); build the module with
     ``dtype=torch.float64`` for a float64 table (``.double()`` would only widen float32 values).
     Dropout acts only in training mode.

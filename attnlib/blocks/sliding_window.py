@@ -96,8 +96,12 @@ def sliding_window_attention(
 
     Raises:
         ValueError: if the shapes differ (self-attention: key has the query's shape), a tensor
-            is not 4-D, or ``window`` < 1.
-        TypeError: if an input is not a floating tensor, or the dtypes differ.
+            is not 4-D, E = 0, the tensors are on different devices, or ``window`` < 1.
+        TypeError: if an input is not a floating tensor, the dtypes differ, or ``window`` is
+            not an int.
+
+    A window longer than the sequence is causal attention: it is cut to n, so memory and time
+    follow the sequence, not the window. float16 and bfloat16 are computed in float32.
     """
     w = _check_sliding_args(query, key, value, window)
     B, H, n, E = query.shape

@@ -278,8 +278,16 @@ class DecoderLM(nn.Module):
 def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
     """Mean next-token cross-entropy over the targets that are not -100.
 
+    0 (with a gradient of zeros) when every target is -100: there is nothing to score, and the
+    mean of nothing would be NaN.
+
     Shape:
         - logits: (B, L, V); targets: (B, L)
+
+    Raises:
+        TypeError: if ``logits`` is not floating point or ``targets`` not integer ids.
+        ValueError: if the shapes do not agree, the tensors are on different devices, or a
+            target is outside [0, V) and not -100.
     """
     logits, targets = _check_loss_args(logits, targets)
     if not bool((targets != -100).any()):  # no target to score: 0, not the mean of nothing

@@ -386,6 +386,12 @@ def make_regression_data(
     """Sorted training inputs uniform on [0, x_max], targets f(x) + N(0, noise²); a test grid.
 
     Deterministic for a seed (its own generator; global RNG state is untouched).
+
+    Raises:
+        TypeError: if a count or the seed is not an int, ``noise`` or ``x_max`` not a number,
+            or ``dtype`` not a floating-point dtype.
+        ValueError: if ``n_train`` < 2, ``n_test`` < 1, ``noise`` is negative or not finite,
+            ``x_max`` is not finite and > 0, or ``seed`` < 0.
     """
     check_int("n_train", n_train, minimum=2)
     check_int("n_test", n_test, minimum=1)
