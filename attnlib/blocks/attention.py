@@ -9,6 +9,7 @@ computes the attention explicitly, as the formula reads, and also returns the we
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal, overload
 
 import torch
@@ -23,6 +24,12 @@ __all__ = ["scaled_dot_product_attention"]
 #: Dtypes whose scores and softmax are computed in float32 (as PyTorch's fused CPU kernel does):
 #: a score of 4 * 300² overflows float16, whose largest number is 65504.
 LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _in_float32(fn: Callable[..., Tensor], query: Tensor, key: Tensor, value: Tensor,
+                *args: object) -> Tensor:
+    """``fn`` on float32 copies of float16 or bfloat16 inputs, the result in their dtype."""
+    return fn(query.float(), key.float(), value.float(), *args).to(query.dtype)
 
 
 @overload

@@ -34,7 +34,7 @@ from attnlib._checks import (
     check_tensor,
     shape_str,
 )
-from attnlib.blocks.attention import LOW_PRECISION
+from attnlib.blocks.attention import LOW_PRECISION, _in_float32
 
 
 def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
@@ -102,10 +102,10 @@ def naive_attention(
         ValueError: mismatched shapes, batch dimensions that do not broadcast, no key, E = 0,
             another device, or a ``scale`` that is not finite and > 0.
     """
-    check_qkv(query, key, value, is_causal=is_causal, need_keys=True, scale=scale)
-    if query.dtype in LOW_PRECISION:
-        return naive_attention(query.float(), key.float(), value.float(), is_causal,
-                               scale).to(query.dtype)
+    check_qkv(query, key, value, is_causal=is_causal, need_keys=True,
+              scale=scale)
+    if query.dtype in LOW_PRECISION:  # float16: computed in float32
+        return _in_float32(naive_attention, query, key, value, is_causal, scale)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = (query @ key.transpose(-2, -1)) * scale  # (..., L, S)
     if is_causal:
@@ -148,15 +148,15 @@ def tiled_attention(
         ValueError: mismatched shapes, batch dimensions that do not broadcast, no key, E = 0,
             another device, a ``scale`` that is not finite and > 0, or block sizes < 1.
     """
-    check_qkv(query, key, value, is_causal=is_causal, need_keys=True, scale=scale)
+    check_qkv(query, key, value, is_causal=is_causal, need_keys=True,
+              scale=scale)
     _check_block_sizes(block_size_q, block_size_k)
-    if query.dtype in LOW_PRECISION:
-        return tiled_attention(query.float(), key.float(), value.float(), is_causal, scale,
-                               block_size_q, block_size_k).to(query.dtype)
+    if query.dtype in LOW_PRECISION:  # float16: computed in float32
+        return _in_float32(tiled_attention, query, key, value, is_causal, scale,
+                           block_size_q, block_size_k)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     L, S = query.shape[-2], key.shape[-2]
-    batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])  # type: ignore[no-untyped-call]
-    query = query.expand(*batch, L, query.shape[-1])  # a view: the batch of the output
+    query = _broadcast_batch(query, key, value)  # (..., L, E): the output's
     grads = query.requires_grad or key.requires_grad or value.requires_grad
     in_place = not (torch.is_grad_enabled() and grads)
     Ev = value.shape[-1]
@@ -197,6 +197,12 @@ def tiled_attention(
 def _check_block_sizes(block_size_q: int, block_size_k: int) -> None:
     check_int("block_size_q", block_size_q, minimum=1)
     check_int("block_size_k", block_size_k, minimum=1)
+
+
+def _broadcast_batch(query: Tensor, key: Tensor, value: Tensor) -> Tensor:
+    """``query`` expanded (a view) to the batch dimensions of query, key and value together."""
+    batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])  # type: ignore[no-untyped-call]
+    return query.expand(*batch, *query.shape[-2:])
 
 
 @contextlib.contextmanager

@@ -276,9 +276,7 @@ def mean_pool_kv(
     Raises:
         ValueError: if ``num_kv_heads`` does not divide the current key/value head count.
     """
-    check_instance("attention", attention, GroupedQueryAttention, "a GroupedQueryAttention")
-    old = attention.num_kv_heads
-    _check_pooling(old, num_kv_heads)
+    old = _check_pooling(attention, num_kv_heads)
     w = attention.q_proj.weight
     pooled = GroupedQueryAttention(
         attention.embed_dim, attention.num_heads, num_kv_heads,
@@ -300,9 +298,13 @@ def mean_pool_kv(
     return pooled
 
 
-def _check_pooling(old: int, num_kv_heads: int) -> None:
-    """``num_kv_heads`` must be an int >= 1 that divides the current ``old`` heads."""
+def _check_pooling(attention: GroupedQueryAttention, num_kv_heads: int) -> int:
+    """A GroupedQueryAttention, and an int ``num_kv_heads`` >= 1 that divides its current
+    key/value heads; returns that current count."""
+    check_instance("attention", attention, GroupedQueryAttention, "a GroupedQueryAttention")
+    old = attention.num_kv_heads
     check_int("num_kv_heads", num_kv_heads, minimum=1)
     if old % num_kv_heads:
         raise ValueError(f"num_kv_heads must divide the current {old} key/value heads, got "
                          f"{num_kv_heads}")
+    return old

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnlib._checks import check_floating, check_int, check_qkv
-from attnlib.blocks.attention import LOW_PRECISION
+from attnlib.blocks.attention import LOW_PRECISION, _in_float32
 
 __all__ = ["elu_feature_map", "linear_attention", "linear_attention_quadratic"]
 
@@ -103,16 +103,15 @@ def linear_attention(
     check_qkv(query, key, value, layout="heads", is_causal=is_causal,
               causal_needs_l_eq_s=True)
     C = check_int("chunk_size", chunk_size, minimum=1)
-    if query.dtype in LOW_PRECISION:
-        return linear_attention(query.float(), key.float(), value.float(), is_causal,
-                                C).to(query.dtype)
+    if query.dtype in LOW_PRECISION:  # float16: computed in float32
+        return _in_float32(linear_attention, query, key, value, is_causal, C)
     q, k = _features(query, key)  # (B, H, L, E), (B, H, S, E)
     if not is_causal:
         summary = k.transpose(-2, -1) @ value  # (B, H, E, Ev)
         normaliser = k.sum(dim=-2)  # (B, H, E)
         numerator = q @ summary  # (B, H, L, Ev)
         weighted = q * normaliser[:, :, None, :]  # (B, H, L, E)
-        return numerator / _safe(weighted.sum(-1, keepdim=True))  # (B, H, L, Ev)
+        return numerator / _safe(weighted.sum(-1, keepdim=True))
     B, H, n, E = q.shape
     Ev = value.shape[-1]
     if n == 0:
@@ -161,8 +160,7 @@ def linear_attention_quadratic(
     """
     check_qkv(query, key, value, layout="heads", is_causal=is_causal)
     if query.dtype in LOW_PRECISION:
-        return linear_attention_quadratic(query.float(), key.float(), value.float(),
-                                          is_causal).to(query.dtype)
+        return _in_float32(linear_attention_quadratic, query, key, value, is_causal)
     q, k = _features(query, key)
     scores = q @ k.transpose(-2, -1)  # (B, H, L, S)
     if is_causal:

@@ -106,9 +106,9 @@ def sliding_window_attention(
     w = _check_sliding_args(query, key, value, window)
     B, H, n, E = query.shape
     Ev = value.shape[-1]
-    if n == 0 or query.dtype in LOW_PRECISION:  # no block; float16 computed in float32
+    if n == 0 or query.dtype in LOW_PRECISION:  # empty; float16 in float32
         return _empty_or_float32(query, key, value, w)
-    w = min(w, n)  # a window of n already sees every earlier key: memory follows n, not w
+    w = min(w, n)  # a window of n sees every earlier key: cost follows n
     blocks = -(-n // w)  # ceil(n / w)
     pad_end = blocks * w - n
     q = F.pad(query, (0, 0, 0, pad_end))  # (B, H, blocks w, E)
