@@ -13,16 +13,18 @@ or from the layers below it, never from one above, and no imports go round in a 
                   ``_checks``, and nothing below ``train`` needs it
 ``blocks``        the attention building blocks, each tested against its twin (PyTorch, or
                   its other form): ``attention``, ``masking``, ``scoring``, ``multihead``,
-                  ``positional``, ``gqa``, ``sliding_window``, ``linear_attention``, ``efficient``
+                  ``positional``, ``rope_scaling``, ``alibi``, ``gqa``, ``sliding_window``,
+                  ``linear_attention``, ``efficient``, ``latent_attention``,
+                  ``gated_attention``, ``delta_rule``
 ``models``        models made of blocks: ``kernel_regression``, ``seq2seq``, ``transformer``
                   (a package: config, masks, layers, stacks, model), ``decoder_lm``,
-                  ``kv_cache``
+                  ``kv_cache``, ``quantized_cache``, ``paged_cache``, ``mixer_lm``
 ``train``         training, decoding and evaluation: ``seq2seq_loop``, ``transformer_loop``,
                   ``recipe`` (label smoothing, the warm-up schedule), ``metrics``,
                   ``translation``, ``decoding``, ``speculative``, ``comparison``, ``runs``
 ``experiments``   the tasks and measurements of single chapters: ``offset_copy``,
                   ``extrapolation``, ``long_context``, ``complexity``, ``lm_tasks``,
-                  ``cache_memory``
+                  ``cache_memory``, ``memory_wall``, ``latent_cache``, ``sinks``, ``recall``
 ================  ===========================================================================
 
 So the order is ``_checks < book < data < blocks < models < train < experiments``: ``data``

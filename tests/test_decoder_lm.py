@@ -142,7 +142,46 @@ def test_cache_formula_equals_allocated_cache_of_published_shapes_on_meta() -> N
         assert sum(k.numel() * k.element_size() for k in keys) == shape.cache_bytes()
 
 
+def test_linear_attention_model_trains_and_keeps_no_cache() -> None:
+    model = _model(attention="linear")
+    tokens = tasks.echo_text(2, 10, 3, seed=1)
+    with torch.no_grad():
+        full = model(tokens)
+        # causal: the first 6 positions do not see the last 4
+        torch.testing.assert_close(model(tokens[:, :6]), full[:, :6], atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="past must be None"):
+        generate(model, tokens[:, :4], 2)
+    assert generate(model, tokens[:, :4], 2, use_cache=False).shape == (2, 6)
+    losses = train_lm(model, lambda step: (tokens, tasks.echo_targets(tokens, 3)), steps=30,
+                      lr=0.01)
+    assert losses[-1] < losses[0]
+
+
+def test_constant_rate_keeps_the_rate() -> None:
+    model = _model()
+    tokens = tasks.echo_text(2, 10, 3, seed=1)
+    rates = []
+    original = torch.optim.Adam.step
+
+    def spy(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        rates.append(self.param_groups[0]["lr"])
+        return original(self, *args, **kwargs)
+
+    torch.optim.Adam.step = spy  # type: ignore[method-assign]
+    try:
+        train_lm(model, lambda step: (tokens, tasks.echo_targets(tokens, 3)), steps=4, lr=0.01,
+                 constant_lr=True)
+        train_lm(model, lambda step: (tokens, tasks.echo_targets(tokens, 3)), steps=4, lr=0.01)
+    finally:
+        torch.optim.Adam.step = original  # type: ignore[method-assign]
+    assert rates[:4] == [0.01] * 4 and rates[4] == 0.01 and rates[7] < 0.01
+
+
 BAD = [
+    (lambda: DecoderLMConfig(vocab_size=26, attention="sparse"),
+     ["attention", "'sparse'", "'linear'"]),
+    (lambda: DecoderLMConfig(vocab_size=26, attention="linear", window=4),
+     ["window", "None", "4"]),
     (lambda: DecoderLMConfig(vocab_size=26, num_heads=4, num_kv_heads=3),
      ["num_kv_heads", "num_heads = 4", "3"]),
     (lambda: DecoderLMConfig(vocab_size=26, d_model=36, num_heads=4),

@@ -52,7 +52,38 @@ def test_weights_are_a_convex_combination() -> None:
                                    torch.full((1, 2, 5, 3), 2.5, dtype=F64))
 
 
+@pytest.mark.parametrize("dtype", [F64, F32])
+def test_recurrent_state_equals_the_chunked_form(dtype: torch.dtype) -> None:
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 3, 11, 4, generator=g, dtype=dtype) for _ in range(3))
+    v = v[..., :3]  # E_v != E
+    torch.testing.assert_close(la.linear_attention_recurrent(q, k, v),
+                               la.linear_attention(q, k, v, True, chunk_size=4),
+                               atol=TOL[dtype], rtol=TOL[dtype])
+
+
+def test_self_attention_module_is_the_projections_and_linear_attention() -> None:
+    from attnlib.blocks.gqa import repeat_kv
+    from attnlib.blocks.multihead import merge_heads, split_heads
+
+    torch.manual_seed(0)
+    module = la.LinearSelfAttention(16, 4, 2, dtype=F64)
+    x = torch.randn(2, 7, 16, dtype=F64)
+    out, k, v = module(x)
+    q = split_heads(module.q_proj(x), 4)
+    keys, values = split_heads(module.k_proj(x), 2), split_heads(module.v_proj(x), 2)
+    heads = la.linear_attention_quadratic(q, repeat_kv(keys, 2), repeat_kv(values, 2), True)
+    torch.testing.assert_close(out, module.out_proj(merge_heads(heads)), atol=1e-12, rtol=0)
+    assert torch.equal(k, keys) and torch.equal(v, values)
+
+
 BAD = [
+    (lambda: la.LinearSelfAttention(8, 2, 2)(torch.randn(1, 3, 8),
+                                             past=(torch.ones(1), torch.ones(1))),
+     ["past", "None", "cache"]),
+    (lambda: la.LinearSelfAttention(8, 2, 2)(torch.randn(1, 3, 6)), ["x", "(1, 3, 6)", "D = "]),
+    (lambda: la.linear_attention_recurrent(*(torch.randn(1, 1, 4, 2) for _ in range(2)),
+                                           torch.randn(1, 1, 5, 2)), ["value", "(1, 1, 5, 2)"]),
     (lambda: la.linear_attention(torch.randn(1, 2, 5, 4), torch.randn(1, 2, 6, 3),
                                  torch.randn(1, 2, 6, 3)), ["key", "(1, 2, 6, 3)", "(1, 2, S, 4)"]),
     (lambda: la.linear_attention(torch.randn(1, 2, 5, 4), torch.randn(1, 2, 6, 4),

@@ -1,106 +1,105 @@
-"""RoPE scaling (position interpolation, NTK-aware base) and ALiBi."""
+"""Chapter 9's long-context study: the task, the rescaled models, the runs and their workers."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 import torch
 
-from attnlib.blocks.positional import RotaryPositionalEmbedding, _frequencies
-from attnlib.experiments import extrapolation as ex
+from attnlib.blocks.rope_scaling import ScaledRotaryEmbedding
 from attnlib.experiments import long_context as lc
+from attnlib.experiments.lm_tasks import IGNORE_INDEX, varied_echo
+from attnlib.models.decoder_lm import DecoderLM, DecoderLMConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 F64 = torch.float64
+TINY = lc.ContextSetup(
+    config=DecoderLMConfig(vocab_size=16, d_model=16, num_heads=2, num_kv_heads=2,
+                           num_layers=1, d_ff=16, max_len=32, rope_base=300.0),
+    train_length=8, steps=3, batch_size=2, tune_steps=2, tune_batch_size=1, test_lines=3)
 
 
-def test_unscaled_equals_rope() -> None:
-    x = torch.randn(2, 3, 10, 8, dtype=F64)
-    torch.testing.assert_close(lc.ScaledRotaryEmbedding(8)(x), RotaryPositionalEmbedding(8)(x),
-                               atol=0, rtol=0)
-    torch.testing.assert_close(lc.ScaledRotaryEmbedding(8)(x, offset=3),
-                               RotaryPositionalEmbedding(8)(x, offset=3), atol=0, rtol=0)
+def test_varied_echo_repeats_each_lines_word_and_marks_the_first_period() -> None:
+    tokens, targets = varied_echo(50, 40, 5, 12, vocab_size=20, seed=3)
+    assert tokens.shape == targets.shape == (50, 40)
+    for row, target in zip(tokens, targets, strict=True):
+        known = (target != IGNORE_INDEX).nonzero()
+        P = int(known[0]) if len(known) else 40
+        word = row[:P]
+        assert 5 <= P <= 12 and len(set(word.tolist())) == P  # distinct tokens
+        assert torch.equal(row, word.repeat(-(-40 // P))[:40])
+        assert torch.equal(target[P:-1], row[P + 1:])  # every later position predictable
+    periods = {int((t != IGNORE_INDEX).nonzero()[0]) for t in targets}
+    assert periods == set(range(5, 13))  # all periods drawn
+    assert torch.equal(varied_echo(4, 9, 2, 3, seed=1)[0], varied_echo(4, 9, 2, 3, seed=1)[0])
 
 
-def test_interpolation_by_s_at_position_sm_is_rope_at_m() -> None:
-    """Position interpolation by s rotates position s*m as plain RoPE rotates position m."""
-    x = torch.randn(1, 4, 8, dtype=F64)
-    pi = lc.ScaledRotaryEmbedding(8, interpolation=4.0)
-    rope = RotaryPositionalEmbedding(8)
-    positions = torch.arange(4)
-    torch.testing.assert_close(pi(x, positions * 4), rope(x, positions), atol=1e-12, rtol=0)
-
-
-def test_ntk_base_keeps_fastest_and_slows_slowest_by_s() -> None:
-    E, base, s = 16, 10000.0, 4.0
-    new = lc.ntk_base(base, s, E)
-    old_f, new_f = _frequencies(E, base), _frequencies(E, new)
-    assert math.isclose(float(new_f[0]), float(old_f[0]))
-    assert math.isclose(float(old_f[-1] / new_f[-1]), s, rel_tol=1e-12)
-    ratios = old_f / new_f
-    assert bool((ratios[1:] >= ratios[:-1]).all())  # slowed down more the slower the pair
-
-
-def test_rescale_rope_keeps_weights_and_scores_are_relative() -> None:
+def test_extend_context_keeps_weights_and_plain_rope_keeps_the_outputs() -> None:
     torch.manual_seed(0)
-    model = ex.LookbackModel(ex.LookbackConfig(encoding="rope"), dtype=F64)
-    before = {k: v.clone() for k, v in model.state_dict().items()}
-    for method in ("rope", "pi", "ntk"):
-        lc.rescale_rope(model, method, 2.0)
-        for k, v in model.state_dict().items():
-            assert torch.equal(v, before[k])
-    tokens = torch.zeros(1, 12, dtype=torch.long)  # the same token everywhere
-    with torch.no_grad():
-        scores = model.scores(tokens)[0, 0]
-    for d in range(-11, 12):
-        diagonal = scores.diagonal(d)
-        assert float(diagonal.max() - diagonal.min()) < 1e-10
+    model = DecoderLM(TINY.config, dtype=F64).eval()
+    tokens = varied_echo(2, 20, 3, 6, vocab_size=16)[0]
+    for method in ("rope", "pi", "ntk", "yarn"):
+        extended = lc.extend_context(model, method, 2.0, 8)
+        assert all(isinstance(b.attn.rope, ScaledRotaryEmbedding) for b in extended.blocks)
+        for (name, a), (_, b) in zip(model.state_dict().items(),
+                                     extended.state_dict().items(), strict=True):
+            assert torch.equal(a, b), name
+        with torch.no_grad():  # at s = 1 every method is plain RoPE (YaRN: to rounding)
+            same = lc.extend_context(model, method, 1.0, 8)
+            torch.testing.assert_close(same(tokens), model(tokens), atol=1e-12, rtol=0)
+            if method == "rope":
+                torch.testing.assert_close(extended(tokens), model(tokens), atol=0, rtol=0)
 
 
-def test_alibi_slopes_paper_values() -> None:
-    assert torch.equal(lc.alibi_slopes(8), torch.tensor([2.0 ** -(h + 1) for h in range(8)],
-                                                        dtype=F64))
-    assert torch.equal(lc.alibi_slopes(4), torch.tensor([2.0 ** -(2 * (h + 1)) for h in range(4)],
-                                                        dtype=F64))
-    six = lc.alibi_slopes(6)  # 4 of the power of two, then every other of 8
-    assert torch.equal(six[:4], lc.alibi_slopes(4))
-    assert torch.equal(six[4:], lc.alibi_slopes(8)[0::2][:2])
+def test_echo_accuracy_of_a_model_that_copies_is_one() -> None:
+    class Oracle(DecoderLM):
+        def forward(self, tokens, cache=None):  # type: ignore[no-untyped-def]
+            # the token that followed the last earlier occurrence of the current token
+            B, L = tokens.shape
+            logits = torch.zeros(B, L, self.config.vocab_size, dtype=F64)
+            for b in range(B):
+                for t in range(L):
+                    earlier = (tokens[b, :t] == tokens[b, t]).nonzero()
+                    if len(earlier):
+                        logits[b, t, tokens[b, int(earlier[-1]) + 1]] = 1.0
+            return logits
+
+    loss, accuracy = lc.echo_accuracy(Oracle(TINY.config), 16, lines=5)
+    assert accuracy == 1.0 and loss < 3.0
 
 
-def test_alibi_bias_values() -> None:
-    slopes = torch.tensor([0.5, 0.25], dtype=F64)
-    bias = lc.alibi_bias(4, slopes, dtype=F64)
-    assert bias.shape == (2, 4, 4)
-    assert float(bias[0, 3, 1]) == -1.0 and float(bias[1, 3, 0]) == -0.75
-    assert bool(torch.isneginf(bias[:, 0, 1]).all())
-    sym = lc.alibi_bias(4, slopes, causal=False, dtype=F64)
-    assert float(sym[0, 1, 3]) == -1.0
+def test_a_run_is_deterministic_and_has_every_entry() -> None:
+    first, again = lc.context_run(TINY, 1), lc.context_run(TINY, 1)
+    assert first.accuracy == again.accuracy
+    assert set(first.accuracy) == (
+        {(m, n, False) for m in ("rope", "pi", "ntk", "yarn", "yarn-32") for n in (8, 16, 32)}
+        | {(m, 32, True) for m in ("rope", "pi", "ntk", "yarn")})
+    assert all(0 <= a <= 1 for a in first.accuracy.values())
+    alibi = lc.context_run(TINY, 1, "alibi")
+    assert set(alibi.accuracy) == {("alibi", n, False) for n in (8, 16, 32)} | {
+        ("alibi", 32, True)}
 
 
-def test_alibi_model_runs_on_any_length_without_nan() -> None:
-    torch.manual_seed(0)
-    model = lc.AlibiLookbackModel(ex.LookbackConfig(encoding="none", num_heads=4), dtype=F64)
-    for L in (1, 16, 70):
-        logits, weights = model(torch.zeros(2, L, dtype=torch.long), need_weights=True)
-        assert logits.shape == (2, L, 16) and weights is not None
-        assert bool(torch.isfinite(logits).all())
-        assert bool((weights.triu(1) == 0).all())  # causal
+def test_workers_give_the_same_numbers() -> None:
+    one = lc.context_study(TINY, [0, 1], workers=1)
+    two = lc.context_study(TINY, [0, 1], workers=2)
+    assert [(r.seed, r.positions) for r in one] == [(0, "rope"), (1, "rope"), (0, "alibi"),
+                                                    (1, "alibi")]
+    assert [r.accuracy for r in one] == [r.accuracy for r in two]
+    assert [r.train_loss for r in one] == [r.train_loss for r in two]
 
 
 BAD = [
-    (lambda: lc.ntk_base(10000.0, 0.0, 8), ["scale", "0"]),
-    (lambda: lc.ntk_base(10000.0, 2.0, 7), ["head_dim", "even", "7"]),
-    (lambda: lc.ScaledRotaryEmbedding(8, interpolation=-1.0), ["interpolation", "-1"]),
-    (lambda: lc.ScaledRotaryEmbedding(8)(torch.randn(2, 5, 6)), ["x", "head_dim = 8", "(2, 5, 6)"]),
-    (lambda: lc.rescale_rope(ex.LookbackModel(ex.LookbackConfig(encoding="sinusoidal")), "pi", 2.0),
-     ["RoPE", "sinusoidal"]),
-    (lambda: lc.rescale_rope(ex.LookbackModel(ex.LookbackConfig(encoding="rope")), "yarn", 2.0),
-     ["method", "yarn"]),
-    (lambda: lc.alibi_bias(4, torch.ones(2, 2)), ["slopes", "(2, 2)", "(H,)"]),
-    (lambda: lc.alibi_slopes(0), ["num_heads", "0"]),
-    (lambda: lc.AlibiLookbackModel(ex.LookbackConfig(encoding="rope")), ["encoding", "rope"]),
+    (lambda: varied_echo(2, 10, 5, 4), ["max_period", "4", ">= 5"]),
+    (lambda: varied_echo(2, 10, 3, 30, vocab_size=20), ["vocab_size", "20", ">= 30"]),
+    (lambda: lc.ContextSetup(train_length=64), ["max_len", "256", "128"]),
+    (lambda: lc.extend_context(DecoderLM(DecoderLMConfig(vocab_size=5, alibi=True)), "pi", 2.0,
+                               8), ["model", "RoPE", "alibi=True"]),
+    (lambda: lc.extend_context(DecoderLM(DecoderLMConfig(vocab_size=5)), "xpos", 2.0, 8),
+     ["method", "'xpos'", "'yarn'"]),
+    (lambda: lc.context_run(TINY, 0, "sinusoidal"), ["positions", "'sinusoidal'", "'alibi'"]),
+    (lambda: lc.context_study(TINY, []), ["seeds", "none"]),
+    (lambda: lc.echo_accuracy(DecoderLM(TINY.config), 2), ["length", "2", ">= 4"]),
 ]
 
 

@@ -8,7 +8,12 @@ Above ``attnlib.data``, below ``attnlib.models``. In the order of the chapters:
 * :mod:`attnlib.blocks.attention`: scaled dot-product attention with PyTorch's semantics;
 * :mod:`attnlib.blocks.multihead`: multi-head attention, equal to ``nn.MultiheadAttention``;
 * :mod:`attnlib.blocks.positional`: sinusoidal, learned, relative and rotary positions;
+  :mod:`attnlib.blocks.rope_scaling` (position interpolation, NTK-aware, YaRN) and
+  :mod:`attnlib.blocks.alibi`: positions past the training length;
 * :mod:`attnlib.blocks.efficient`: the online softmax, tiled attention, and measuring them;
 * :mod:`attnlib.blocks.gqa`, :mod:`attnlib.blocks.sliding_window`,
-  :mod:`attnlib.blocks.linear_attention`: the attention of today's language models.
+  :mod:`attnlib.blocks.linear_attention`: the attention of today's language models;
+* :mod:`attnlib.blocks.latent_attention`, :mod:`attnlib.blocks.gated_attention`,
+  :mod:`attnlib.blocks.delta_rule`: latent keys and values, gates and sinks, the delta rule
+  (chapter 10).
 """

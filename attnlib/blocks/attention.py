@@ -98,11 +98,11 @@ def scaled_dot_product_attention(
 
         scale = 1 / math.sqrt(query.size(-1)) if scale is None else scale
         if is_causal:
-            attn_mask = causal_mask(L, S)                    # (L, S), upper-left aligned
-        scores = query @ key.transpose(-2, -1) * scale       # (..., L, S)
-        weights = masked_softmax(scores, attn_mask)          # (..., L, S)
-        weights = F.dropout(weights, dropout_p)              # if dropout_p > 0
-        output = weights @ value                             # (..., L, Ev)
+            attn_mask = causal_mask(L, S)               # (L, S), upper-left
+        scores = query @ key.transpose(-2, -1) * scale  # (..., L, S)
+        weights = masked_softmax(scores, attn_mask)     # (..., L, S)
+        weights = F.dropout(weights, dropout_p)         # if dropout_p > 0
+        output = weights @ value                        # (..., L, Ev)
 
     With ``need_weights=False`` the arguments are validated and passed to
     :func:`torch.nn.functional.scaled_dot_product_attention` (the fused kernel); both paths

@@ -213,6 +213,20 @@ class GroupedQueryAttention(nn.Module):
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
                 f"num_kv_heads={self.num_kv_heads}")
 
+    def _project(self, x: object, offset: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries (B, H, L, E), keys and values (B, H_kv, L, E) of ``x`` (B, L, D), with RoPE."""
+        x = check_input("x", x, self.q_proj.weight, 3, "(B, L, D)")
+        if x.shape[-1] != self.embed_dim:
+            raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
+                             f"{self.embed_dim}, got shape {shape_str(x.shape)}")
+        check_int("offset", offset, minimum=0)
+        q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, L, E)
+        k = split_heads(self.k_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
+        v = split_heads(self.v_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
+        if self.rope is not None:
+            q, k = self.rope(q, offset=offset), self.rope(k, offset=offset)
+        return q, k, v
+
     def forward(
         self,
         x: Tensor,
@@ -220,17 +234,8 @@ class GroupedQueryAttention(nn.Module):
         past: tuple[Tensor, Tensor] | None = None,
         offset: int = 0,
     ) -> tuple[Tensor, Tensor, Tensor]:
-        x = check_input("x", x, self.q_proj.weight, 3, "(B, L, D)")
-        if x.shape[-1] != self.embed_dim:
-            raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
-                             f"{self.embed_dim}, got shape {shape_str(x.shape)}")
-        check_int("offset", offset, minimum=0)
-        self._check_past(past, x)
-        q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, L, E)
-        k = split_heads(self.k_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
-        v = split_heads(self.v_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
-        if self.rope is not None:
-            q, k = self.rope(q, offset=offset), self.rope(k, offset=offset)
+        q, k, v = self._project(x, offset)  # (B, H, L, E), (B, H_kv, L, E) x 2
+        self._check_past(past, q.shape[0])
         keys, values = k, v
         if past is not None:
             keys = torch.cat((past[0], k), dim=2)  # (B, H_kv, P + L, E)
@@ -238,19 +243,19 @@ class GroupedQueryAttention(nn.Module):
         heads = grouped_query_attention(q, keys, values, attn_mask)  # (B, H, L, E)
         return self.out_proj(merge_heads(heads)), k, v  # (B, L, D), (B, H_kv, L, E) x 2
 
-    def _check_past(self, past: object, x: Tensor) -> None:
+    def _check_past(self, past: object, B: int) -> None:
         """``past`` must be None or a pair of (B, H_kv, P, E) tensors like the parameters."""
         if past is None:
             return
-        want = f"(B, H_kv, P, E) = ({x.shape[0]}, {self.num_kv_heads}, P, {self.head_dim})"
+        want = f"(B, H_kv, P, E) = ({B}, {self.num_kv_heads}, P, {self.head_dim})"
         if not isinstance(past, tuple | list) or len(past) != 2:
             raise TypeError(f"past must be None or a pair (keys, values) of tensors {want}, "
                             f"got {type(past).__name__}")
         shapes = []
         for i, t in enumerate(past):
             t = check_input(f"past[{i}]", t, self.q_proj.weight, 4, want)
-            B, H_kv, _, E = t.shape
-            if (B, H_kv, E) != (x.shape[0], self.num_kv_heads, self.head_dim):
+            _, H_kv, _, E = t.shape
+            if (t.shape[0], H_kv, E) != (B, self.num_kv_heads, self.head_dim):
                 raise ValueError(f"past[{i}] must have shape {want}, got {shape_str(t.shape)}")
             shapes.append(t.shape)
         if shapes[0] != shapes[1]:

@@ -26,8 +26,16 @@ from torch import Tensor
 
 from attnlib._checks import check_floating, check_int, check_qkv
 from attnlib.blocks.attention import LOW_PRECISION, _in_float32
+from attnlib.blocks.gqa import GroupedQueryAttention, repeat_kv
+from attnlib.blocks.multihead import merge_heads
 
-__all__ = ["elu_feature_map", "linear_attention", "linear_attention_quadratic"]
+__all__ = [
+    "LinearSelfAttention",
+    "elu_feature_map",
+    "linear_attention",
+    "linear_attention_quadratic",
+    "linear_attention_recurrent",
+]
 
 
 def elu_feature_map(x: Tensor) -> Tensor:
@@ -140,6 +148,7 @@ def linear_attention(
     return out[:, :, :n]  # (B, H, n, Ev): the padded rows dropped
 
 
+
 def linear_attention_quadratic(
     query: Tensor, key: Tensor, value: Tensor, is_causal: bool = False
 ) -> Tensor:
@@ -166,3 +175,68 @@ def linear_attention_quadratic(
     if is_causal:
         scores = scores.tril()
     return scores / _safe(scores.sum(-1, keepdim=True)) @ value  # (B, H, L, Ev)
+
+
+def linear_attention_recurrent(query: Tensor, key: Tensor, value: Tensor) -> Tensor:
+    r"""Causal linear attention as a decoder generates with it: one state, updated per token.
+
+    .. math::
+
+        S_i = S_{i-1} + \phi(k_i) v_i^\top, \quad z_i = z_{i-1} + \phi(k_i), \qquad
+        \mathrm{out}_i = \frac{\phi(q_i)^\top S_i}{\phi(q_i)^\top z_i}
+
+    The state :math:`(S, z)` has E (Ev + 1) numbers per head, whatever the length: what a
+    softmax decoder keeps in its key/value cache, grown to every token, is here one fixed
+    matrix. A Python loop over the positions, for checking and for the picture, not for speed.
+
+    The features and the normaliser are the numerically safe ones of :func:`linear_attention`.
+
+    Shape:
+        - query, key: (B, H, n, E); value: (B, H, n, Ev); output: (B, H, n, Ev)
+    """
+    check_qkv(query, key, value, layout="heads", is_causal=True, causal_needs_l_eq_s=True)
+    if query.dtype in LOW_PRECISION:
+        return _in_float32(linear_attention_recurrent, query, key, value)
+    q, k = _features(query, key)  # (B, H, n, E), scaled as in linear_attention
+    B, H, n, E = q.shape
+    state = q.new_zeros(B, H, E, value.shape[-1])  # S: (B, H, E, Ev)
+    normaliser = q.new_zeros(B, H, E)  # z: (B, H, E)
+    outputs = []
+    for i in range(n):
+        state = state + k[:, :, i, :, None] * value[:, :, i, None, :]  # + phi(k_i) v_i^T
+        normaliser = normaliser + k[:, :, i]
+        numerator = (q[:, :, i, None, :] @ state)[:, :, 0]  # (B, H, Ev)
+        denominator = (q[:, :, i] * normaliser).sum(-1, keepdim=True)  # (B, H, 1)
+        outputs.append(numerator / _safe(denominator))
+    return torch.stack(outputs, dim=2)  # (B, H, n, Ev)
+
+
+class LinearSelfAttention(GroupedQueryAttention):
+    """:class:`~attnlib.blocks.gqa.GroupedQueryAttention` with causal linear attention.
+
+    The same projections (and RoPE, applied to queries and keys before the feature map); the
+    key/value heads are repeated for their query groups and :func:`linear_attention` replaces
+    the softmax, always causal. It keeps a state, not a cache: ``past`` must be None, and
+    ``attn_mask`` is not read (the attention is causal by construction).
+
+    Shape:
+        as :class:`~attnlib.blocks.gqa.GroupedQueryAttention`.
+
+    Raises:
+        ValueError: as the parent, or if ``past`` is given.
+    """
+
+    def forward(
+        self,
+        x: Tensor,
+        attn_mask: Tensor | None = None,
+        past: tuple[Tensor, Tensor] | None = None,
+        offset: int = 0,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        if past is not None:
+            raise ValueError("past must be None: linear attention keeps a running state, not a "
+                             "key/value cache; run the model without a cache")
+        q, k, v = self._project(x, offset)  # (B, H, L, E), (B, H_kv, L, E) x 2
+        G = self.num_heads // self.num_kv_heads
+        heads = linear_attention(q, repeat_kv(k, G), repeat_kv(v, G), True)  # (B, H, L, E)
+        return self.out_proj(merge_heads(heads)), k, v

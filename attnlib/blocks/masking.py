@@ -111,7 +111,9 @@ def padding_mask(lengths: Tensor, max_len: int) -> Tensor:
     return lengths_to_mask(lengths, max_len)[:, None, None, :]  # (B, 1, 1, S)
 
 
-def causal_mask(L: int, S: int | None = None, device: torch.device | str | None = None) -> Tensor:
+def causal_mask(
+    L: int, S: int | None = None, device: torch.device | str | None = None
+) -> Tensor:
     r"""Causal mask, upper-left aligned exactly like PyTorch's ``is_causal=True``.
 
     .. math::
@@ -191,17 +193,19 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
     return _masked_softmax(scores, mask, dim)
 
 
-def _masked_softmax(scores: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
-    """:func:`masked_softmax` without its argument checks, for a caller that made them."""
+def _masked_softmax(
+    scores: Tensor, mask: Tensor | None, dim: int = -1
+) -> Tensor:
+    """:func:`masked_softmax` without its argument checks (made by the caller)."""
     if mask is None:
         masked = scores
     elif mask.dtype == torch.bool:
         masked = torch.where(mask, scores, float("-inf"))  # True = may attend
     else:
         masked = scores + mask  # a float mask is added: 0 or -inf
-    # A row with no allowed key would be softmax(-inf, ..., -inf) = NaN, and NaN * 0 in the
-    # backward pass would poison the gradients of the other rows too; give it finite dummy
-    # scores first, then zero its weights.
+    # A row with no allowed key would be softmax(-inf, ..., -inf) = NaN, and
+    # NaN * 0 in the backward pass would poison the gradients of the other rows
+    # too; give it finite dummy scores first, then zero its weights.
     dead = torch.isneginf(masked).all(dim=dim, keepdim=True)
     weights = torch.softmax(masked.masked_fill(dead, 0.0), dim=dim)
     return weights.masked_fill(dead, 0.0)
@@ -223,7 +227,8 @@ def _check_softmax_args(
 
 
 def softmax_with_temperature(
-    scores: Tensor, temperature: float, mask: Tensor | None = None, dim: int = -1
+    scores: Tensor, temperature: float, mask: Tensor | None = None,
+    dim: int = -1,
 ) -> Tensor:
     r"""Masked softmax of ``scores / temperature``.
 
@@ -231,21 +236,23 @@ def softmax_with_temperature(
 
         \alpha_i = \frac{\exp(s_i / \tau)}{\sum_j \exp(s_j / \tau)}
 
-    :math:`\tau \to 0` approaches a one-hot argmax (hard attention), :math:`\tau \to \infty`
-    the uniform distribution over the allowed keys.
+    :math:`\tau \to 0` approaches a one-hot argmax (hard attention),
+    :math:`\tau \to \infty` the uniform distribution over the allowed keys.
 
     Shape:
-        - scores: (..., S); mask: broadcastable to ``scores``; output: same as ``scores``
+        - scores: (..., S); mask: broadcastable to ``scores``; output: same as
+          ``scores``
 
     Raises:
-        ValueError: if ``temperature`` is not finite and > 0, or so small that a finite score
-            divided by it overflows (to infinity, where the softmax would be NaN), and as
-            :func:`masked_softmax`.
+        ValueError: if ``temperature`` is not finite and > 0, or so small that a
+            finite score divided by it overflows (to infinity, where the softmax
+            would be NaN), and as :func:`masked_softmax`.
         TypeError: as :func:`masked_softmax`.
     """
     check_positive("temperature", temperature)
     scores = check_tensor("scores", scores)
-    return masked_softmax(_divide_by_temperature(scores, temperature), mask, dim=dim)
+    scaled = _divide_by_temperature(scores, temperature)
+    return masked_softmax(scaled, mask, dim=dim)
 
 
 def _divide_by_temperature(scores: Tensor, temperature: float) -> Tensor:

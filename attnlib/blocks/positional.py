@@ -171,7 +171,8 @@ def relative_shift_matrix(
     angle = k * _frequencies(d_model, base, device)  # (D/2,)
     cos, sin = angle.cos(), angle.sin()
     m = torch.zeros(d_model, d_model, dtype=torch.float64, device=device)
-    i = torch.arange(0, d_model, 2, device=device)  # (D/2,): each block's first index
+    # (D/2,): each block's first index
+    i = torch.arange(0, d_model, 2, device=device)
     m[i, i], m[i, i + 1] = cos, sin
     m[i + 1, i], m[i + 1, i + 1] = -sin, cos
     return m.to(dtype)  # (D, D)

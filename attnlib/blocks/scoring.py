@@ -127,7 +127,8 @@ class AdditiveScore(nn.Module):
     """
 
     def __init__(
-        self, query_size: int, key_size: int, hidden_size: int, bias: bool = False
+        self, query_size: int, key_size: int, hidden_size: int,
+        bias: bool = False,
     ):
         super().__init__()
         _check_sizes(
@@ -146,7 +147,8 @@ class AdditiveScore(nn.Module):
                          self.k_proj.in_features, self.w_v)
         q = self.q_proj(query)  # (B, L, h)
         k = self.k_proj(key)  # (B, S, h)
-        features = torch.tanh(q[:, :, None, :] + k[:, None, :, :])  # (B, L, S, h)
+        # (B, L, S, h)
+        features = torch.tanh(q[:, :, None, :] + k[:, None, :, :])
         return torch.einsum("blsh,h->bls", features, self.w_v)  # (B, L, S)
 
 

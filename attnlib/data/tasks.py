@@ -192,13 +192,15 @@ def key_retrieval_task(
     if mapping is None:
         mapping = torch.eye(key_size, dtype=torch.float64)
     mapping = mapping.detach().to(torch.float64)
-    generator = _generator(seed)
-    key = torch.randn(n, num_keys, key_size, generator=generator, dtype=torch.float64)
+    g = _generator(seed)
+    f64 = torch.float64
+    key = torch.randn(n, num_keys, key_size, generator=g, dtype=f64)
     key = key / key.norm(dim=-1, keepdim=True) * key_size**0.5  # (n, S, Ek)
-    value = torch.randn(n, num_keys, value_size, generator=generator, dtype=torch.float64)
-    eps = torch.randn(n, num_keys, mapping.shape[0], generator=generator, dtype=torch.float64)
+    value = torch.randn(n, num_keys, value_size, generator=g, dtype=f64)
+    eps = torch.randn(n, num_keys, mapping.shape[0], generator=g, dtype=f64)
     query = key @ mapping.T + noise * eps  # (n, S, Eq)
-    return RetrievalTask(query=query, key=key, value=value, mapping=mapping.clone())
+    return RetrievalTask(query=query, key=key, value=value,
+                         mapping=mapping.clone())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,15 +13,22 @@ heads do not appear: grouped-query attention divides the cache by :math:`H / H_{
 window caps it at w positions whatever the length.
 
 :data:`PUBLISHED` lists the attention shapes of a few open models as their papers state them.
+:func:`allocation_waste` measures what a batch of sequences of mixed lengths leaves unused in
+a contiguous cache, reserved at the longest length, and in a paged one
+(:mod:`attnlib.models.paged_cache`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attnlib._checks import check_flag, check_instance, check_int
+import torch
 
-__all__ = ["PUBLISHED", "AttentionShape", "kv_cache_bytes"]
+from attnlib._checks import check_flag, check_instance, check_int
+from attnlib.models.paged_cache import PagedKVCache
+
+__all__ = ["PUBLISHED", "Allocation", "AttentionShape", "allocation_waste", "kv_cache_bytes"]
 
 
 def kv_cache_bytes(
@@ -121,3 +128,48 @@ PUBLISHED: dict[str, AttentionShape] = {
     "Llama 3 8B": AttentionShape("Llama 3 8B", 32, 32, 8, 128, 8192, source="grattafiori2024llama3"),
 }
 """Attention shapes of published models, from their papers (see each entry's ``source``)."""
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Cache positions a batch uses, and those a contiguous and a paged cache hold for it."""
+
+    used: int
+    contiguous: int
+    paged: int
+
+    def waste(self, held: int) -> float:
+        """The share of ``held`` positions that hold nothing."""
+        return 1 - self.used / held
+
+
+def allocation_waste(lengths: Sequence[int], max_len: int, block_size: int = 16,
+                     num_kv_heads: int = 1, head_dim: int = 1) -> Allocation:
+    """Store one layer's keys for sequences of ``lengths`` both ways and count the positions.
+
+    Contiguous: one (B, H_kv, max_len, E) tensor, every sequence reserving ``max_len``, as a
+    server must that does not know how long a sequence will grow. Paged: a
+    :class:`~attnlib.models.paged_cache.PagedKVCache` of ``block_size`` positions a block,
+    each sequence appended and holding whole blocks. The positions come from the tensors'
+    sizes.
+
+    Raises:
+        ValueError: if ``lengths`` is empty or a length is < 1 or > ``max_len``.
+    """
+    if not lengths:
+        raise ValueError("lengths must hold at least one sequence length, got none")
+    check_int("max_len", max_len, minimum=1)
+    for i, n in enumerate(lengths):
+        check_int(f"lengths[{i}]", n, minimum=1)
+        if n > max_len:
+            raise ValueError(f"lengths[{i}] must be <= max_len = {max_len}, got {n}")
+    contiguous = torch.zeros(len(lengths), num_kv_heads, max_len, head_dim)
+    blocks = sum(-(-n // block_size) for n in lengths)
+    paged = PagedKVCache(blocks, block_size, num_kv_heads, head_dim)
+    for seq, n in enumerate(lengths):
+        keys = torch.randn(num_kv_heads, n, head_dim)
+        contiguous[seq, :, :n] = keys
+        paged.append(seq, keys, keys)
+    per_position = num_kv_heads * head_dim
+    held_paged = paged.blocks_in_use() * block_size
+    return Allocation(sum(lengths), contiguous.numel() // per_position, held_paged)

@@ -79,23 +79,27 @@ def _check_sequence(name: str, x: Tensor, d: int | None, like: Tensor | None = N
 
 
 def layer_flops(layer_type: str, n: int, d: int, kernel_size: int = 3) -> int:
-    r"""Floating-point operations of one layer on one sequence (a multiply-add counts 2).
+    r"""Floating-point operations of one layer on one sequence.
 
-    Only the matrix products are counted; softmax, tanh and biases add :math:`O(n^2)` or
-    :math:`O(nd)`, a lower order.
+    A multiply-add counts 2. Only the matrix products are counted; softmax, tanh
+    and biases add :math:`O(n^2)` or :math:`O(nd)`, a lower order.
 
     .. math::
 
-        \text{self-attention: } \underbrace{2n^2d}_{QK^\top} + \underbrace{2n^2d}_{AV}
+        \text{self-attention: }
+            \underbrace{2n^2d}_{QK^\top} + \underbrace{2n^2d}_{AV}
             = 4n^2d, \qquad
-        \text{recurrent: } n\,(\underbrace{2d^2}_{W_{ih}x_t} + \underbrace{2d^2}_{W_{hh}y_{t-1}})
-            = 4nd^2,
+        \text{recurrent: }
+            n\,(\underbrace{2d^2}_{W_{ih}x_t}
+                + \underbrace{2d^2}_{W_{hh}y_{t-1}}) = 4nd^2,
 
         \text{convolutional: } 2knd^2, \qquad
-        \text{multi-head self-attention: } \underbrace{8nd^2}_{W^Q, W^K, W^V, W^O} + 4n^2d.
+        \text{multi-head self-attention: }
+            \underbrace{8nd^2}_{W^Q, W^K, W^V, W^O} + 4n^2d.
 
     Raises:
-        ValueError: if ``layer_type`` is not one of :data:`LAYER_TYPES` or a size is < 1.
+        ValueError: if ``layer_type`` is not one of :data:`LAYER_TYPES` or a
+            size is < 1.
         TypeError: if a size is not an int.
     """
     check_choice("layer_type", layer_type, LAYER_TYPES)
@@ -381,7 +385,8 @@ def gradient_norms(layers: Sequence[nn.Module], x: Tensor) -> Tensor:
     y = x
     for layer in layers:
         y = layer(y)  # (B, n, d)
-        (grad,) = torch.autograd.grad(y[0, -1].sum(), x, retain_graph=True)  # (B, n, d)
+        # (B, n, d)
+        (grad,) = torch.autograd.grad(y[0, -1].sum(), x, retain_graph=True)
         rows.append(grad[0].norm(dim=-1))  # (n,)
     return torch.stack(rows)  # (depth, n)
 

@@ -188,8 +188,9 @@ class LookbackModel(nn.Module):
         k = split_heads(self.k_proj(x), H)  # (B, H, L, E)
         v = split_heads(self.v_proj(x), H)  # (B, H, L, E)
         if self.rope is not None:
-            # Rotate after the projection: the biases of q_proj and k_proj then give a score
-            # term that depends on the offset alone, whatever the tokens.
+            # Rotate after the projection: the biases of q_proj and k_proj
+            # then give a score term that depends on the offset alone,
+            # whatever the tokens.
             q, k = self.rope(q), self.rope(k)  # (B, H, L, E) each
         return q, k, v
 

@@ -27,7 +27,7 @@ from torch import Tensor
 
 from attnlib._checks import check_int, check_ndim, check_tensor, check_token_ids
 
-__all__ = ["ALPHABET", "IGNORE_INDEX", "echo_targets", "echo_text", "to_text"]
+__all__ = ["ALPHABET", "IGNORE_INDEX", "echo_targets", "echo_text", "to_text", "varied_echo"]
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 """The 26 letters of the vocabulary; token id i is the letter ``ALPHABET[i]``."""
@@ -95,3 +95,39 @@ def to_text(tokens: Tensor) -> list[str]:
         raise ValueError(f"tokens must be letter ids in [0, {len(ALPHABET)}), got "
                          f"{int(rows[(rows < 0) | (rows >= len(ALPHABET))][0])}")
     return ["".join(ALPHABET[int(t)] for t in row) for row in rows]
+
+
+def varied_echo(
+    n: int, length: int, min_period: int, max_period: int, vocab_size: int = 64, seed: int = 0,
+) -> tuple[Tensor, Tensor]:
+    r"""Echo text whose period changes from line to line, and its next-token targets.
+
+    Each line is a word of P distinct tokens, P drawn uniformly from
+    [``min_period``, ``max_period``], repeated to ``length`` tokens. No fixed offset predicts
+    it: a model must find where the current token occurred before and copy the token that
+    followed it there (an induction head). Position t is predictable from t = P on, when the
+    word has begun again; the targets before are :data:`IGNORE_INDEX`, as is the last one.
+
+    Shape:
+        - tokens, targets: (n, length), long; token ids in [0, vocab_size)
+
+    Raises:
+        TypeError: if an argument is not an int.
+        ValueError: if ``n`` or ``length`` < 1, ``min_period`` < 1, ``max_period`` <
+            ``min_period``, or ``vocab_size`` < ``max_period`` (a word's tokens are distinct).
+    """
+    check_int("n", n, minimum=1)
+    check_int("length", length, minimum=1)
+    check_int("min_period", min_period, minimum=1)
+    check_int("max_period", max_period, minimum=min_period)
+    check_int("vocab_size", vocab_size, minimum=max_period)
+    generator = torch.Generator().manual_seed(seed)
+    periods = torch.randint(min_period, max_period + 1, (n, 1), generator=generator)  # (n, 1)
+    # each row a random order of the vocabulary: its first P tokens are the word
+    words = torch.rand(n, vocab_size, generator=generator).argsort(dim=1)  # (n, V)
+    t = torch.arange(length)[None, :]  # (1, length)
+    tokens = words.gather(1, t % periods)  # (n, length): token t is word[t mod P]
+    targets = torch.full_like(tokens, IGNORE_INDEX)
+    targets[:, :-1] = tokens[:, 1:]
+    targets[t.expand(n, -1) < periods] = IGNORE_INDEX  # the first P: no earlier occurrence
+    return tokens, targets

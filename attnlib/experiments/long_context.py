@@ -1,226 +1,230 @@
-r"""Reading past the training length: RoPE position interpolation, NTK-aware scaling, ALiBi.
+r"""Reading past the training length, as practice does it: chapter 9's long-context study.
 
-A RoPE model trained on sequences of :math:`L_{train}` tokens has met offsets
-:math:`|m - n| < L_{train}` only; on longer sequences the rotation angles
-:math:`(m - n)\theta_i` of the slow pairs reach values training never produced
-(chapter 6). Two cheap remedies change the angles, not the weights:
+A causal two-layer :class:`~attnlib.models.decoder_lm.DecoderLM` learns echo text whose period
+changes from line to line (:func:`~attnlib.experiments.lm_tasks.varied_echo`): to predict a
+token it must find where the current token stood before and copy what followed, whatever the
+distance (an induction head), so it reads content, not a fixed offset. Trained on lines of
+L tokens, whose periods lie in [L/4, L/2], it is tested on lines of 2L and 4L tokens whose
+periods scale with the length, so the token it needs lies further back than any distance it
+met in training. Each RoPE method of :mod:`attnlib.blocks.rope_scaling` is tested as it is,
+then after a short fine-tuning at 4L with the same steps and data for every method. The same
+model with ALiBi instead of RoPE, trained and tuned alike, is the like-for-like comparison.
 
-- **Position interpolation** {Chen et al. 2023}: divide every position by
-  :math:`s = L_{test} / L_{train}`, so the angles :math:`m\theta_i / s` stay in the trained
-  range. Every frequency is slowed down, the fast ones too: neighbours are now
-  :math:`1/s` apart, which the model has never seen; a short fine-tuning teaches it.
-- **NTK-aware scaling** {bloc97 2023}: enlarge the base instead,
-  :math:`b' = b\, s^{E/(E-2)}`. The fastest pair (:math:`\theta_0 = 1`) is unchanged, the
-  slowest is slowed down by exactly :math:`s`, and the ones between by a factor growing
-  geometrically: local offsets keep their resolution, far ones are interpolated.
-
-ALiBi {Press et al. 2022} uses no position vectors at all: head h subtracts
-:math:`m_h (i - j)` from the score of query i and key j, with slopes
-:math:`m_h = 2^{-8(h + 1)/H}`; a far key can only lose.
+:func:`context_study` runs the seeds (one RoPE model and one ALiBi model each) in worker
+processes; each run uses one thread, and the numbers do not depend on the worker count.
 """
 
 from __future__ import annotations
 
-import math
+import copy
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
 
 import torch
-from torch import Tensor
+import torch.nn.functional as F
 
-from attnlib._checks import (
-    check_flag,
-    check_float_dtype,
-    check_floating,
-    check_instance,
-    check_int,
-    check_ndim,
-    check_positive,
-)
-from attnlib.blocks.attention import scaled_dot_product_attention
-from attnlib.blocks.multihead import merge_heads
-from attnlib.blocks.positional import RotaryPositionalEmbedding, _frequencies
-from attnlib.experiments.extrapolation import LookbackConfig, LookbackModel
+from attnlib._checks import check_choice, check_int, check_positive
+from attnlib.blocks.rope_scaling import METHODS, ScaledRotaryEmbedding
+from attnlib.experiments.lm_tasks import IGNORE_INDEX, varied_echo
+from attnlib.models.decoder_lm import DecoderBlock, DecoderLM, DecoderLMConfig, train_lm
 
 __all__ = [
-    "AlibiLookbackModel",
-    "ScaledRotaryEmbedding",
-    "alibi_bias",
-    "alibi_slopes",
-    "ntk_base",
-    "rescale_rope",
+    "ContextRun",
+    "ContextSetup",
+    "context_run",
+    "context_study",
+    "echo_accuracy",
+    "extend_context",
 ]
 
 
-def ntk_base(base: float, scale: float, head_dim: int) -> float:
-    r"""The NTK-aware base :math:`b' = b\, s^{E / (E - 2)}` for a context ``scale`` times longer.
+@dataclass(frozen=True)
+class ContextSetup:
+    """The study's model, task and budget (the defaults are chapter 9's).
 
-    With it the slowest pair's frequency :math:`b'^{-(E-2)/E} = b^{-(E-2)/E} / s` is the old
-    one divided by s, while the fastest, :math:`b'^0 = 1`, is unchanged.
+    Args:
+        config: the model; its ``max_len`` must hold the longest test.
+        train_length: L, the length trained on; tests run at 1, 2 and 4 times it.
+        steps, batch_size, lr: training at L, Adam with a constant rate.
+        tune_steps, tune_batch_size: the fine-tuning at 4L (same rate).
+        test_lines: lines per test length.
+        yarn_alpha, yarn_beta: YaRN's ramp.
+    """
+
+    config: DecoderLMConfig = field(default_factory=lambda: DecoderLMConfig(
+        vocab_size=64, d_model=32, num_heads=4, num_kv_heads=4, num_layers=2, d_ff=64,
+        max_len=128, rope_base=300.0))
+    train_length: int = 32
+    steps: int = 600
+    batch_size: int = 16
+    lr: float = 3e-3
+    tune_steps: int = 50
+    tune_batch_size: int = 4
+    test_lines: int = 100
+    yarn_alpha: float = 1.0
+    yarn_beta: float = 4.0
+
+    def __post_init__(self) -> None:
+        for name in ("train_length", "steps", "batch_size", "tune_steps", "tune_batch_size",
+                     "test_lines"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_positive("lr", self.lr)
+        if 4 * self.train_length > self.config.max_len:
+            raise ValueError(f"config.max_len must hold 4 x train_length = "
+                             f"{4 * self.train_length} tokens, got {self.config.max_len}")
+        if self.config.vocab_size < 2 * self.train_length:
+            raise ValueError(f"config.vocab_size must be >= 2 x train_length = "
+                             f"{2 * self.train_length} (a word of 4L / 2 distinct tokens), got "
+                             f"{self.config.vocab_size}")
+
+    @property
+    def lengths(self) -> tuple[int, int, int]:
+        """The test lengths L, 2L, 4L."""
+        return self.train_length, 2 * self.train_length, 4 * self.train_length
+
+
+def extend_context(model: DecoderLM, method: str, scale: float, train_length: int, *,
+                   alpha: float = 1.0, beta: float = 32.0) -> DecoderLM:
+    """A copy of a RoPE ``model`` whose every layer rotates by ``method``'s frequencies.
+
+    The weights are copied unchanged; only the rotation of queries and keys changes
+    (:class:`~attnlib.blocks.rope_scaling.ScaledRotaryEmbedding` for a context ``scale`` times
+    ``train_length``).
 
     Raises:
-        ValueError: if ``base`` or ``scale`` is not > 0, or ``head_dim`` is not an even int >= 4.
+        ValueError: if ``model`` has no RoPE (ALiBi or linear), or as
+            :func:`~attnlib.blocks.rope_scaling.scaled_frequencies`.
     """
-    check_positive("base", base)
-    check_positive("scale", scale)
-    check_int("head_dim", head_dim, minimum=4)
-    if head_dim % 2:
-        raise ValueError(f"head_dim must be even (RoPE rotates pairs), got {head_dim}")
-    factor: float = float(scale) ** (head_dim / (head_dim - 2))
-    return float(base) * factor
+    if not isinstance(model, DecoderLM):
+        raise TypeError(f"model must be a DecoderLM, got {type(model).__name__}")
+    if model.config.alibi:
+        raise ValueError("model must use RoPE to extend it, got an ALiBi model (alibi=True); "
+                         "ALiBi needs no rescaling")
+    check_choice("method", method, METHODS)
+    c = model.config
+    extended = copy.deepcopy(model)
+    for block in extended.blocks:
+        assert isinstance(block, DecoderBlock)
+        block.attn.rope = ScaledRotaryEmbedding(c.head_dim, c.rope_base, method, scale,
+                                                train_length, alpha, beta)
+    return extended
 
 
-class ScaledRotaryEmbedding(RotaryPositionalEmbedding):
-    r"""RoPE with interpolated positions and/or an enlarged base.
+@torch.no_grad()
+def echo_accuracy(model: DecoderLM, length: int, lines: int = 100,
+                  seed: int = 10**6) -> tuple[float, float]:
+    """Loss (nats) and accuracy on the predictable tokens of ``lines`` test lines.
 
-    .. math::
-
-        x'_{\text{pair } i} = R\big((m / s)\, \theta'_i\big)\, x_{\text{pair } i}, \qquad
-        \theta'_i = b'^{-2i/E}
-
-    ``interpolation`` is s (1: none), ``base`` is :math:`b'` (use :func:`ntk_base` for the
-    NTK-aware choice). With s = 1 and the original base this is
-    :class:`attnlib.blocks.positional.RotaryPositionalEmbedding`.
-
-    Shape:
-        as :class:`attnlib.blocks.positional.RotaryPositionalEmbedding`.
+    The lines are :func:`~attnlib.experiments.lm_tasks.varied_echo` of ``length`` tokens with
+    periods in [length/4, length/2], drawn with ``seed + length``.
 
     Raises:
-        ValueError: as the parent, or if ``interpolation`` is not > 0.
+        ValueError: if ``length`` < 4 or passes the model's ``max_len``.
+    """
+    check_int("length", length, minimum=4)
+    tokens, targets = varied_echo(lines, length, length // 4, length // 2,
+                                  model.config.vocab_size, seed=seed + length)
+    model.eval()
+    logits = model(tokens)  # (lines, length, V)
+    keep = targets != IGNORE_INDEX
+    loss = F.cross_entropy(logits[keep], targets[keep]).item()
+    right = logits.argmax(-1)[keep] == targets[keep]
+    return loss, right.double().mean().item()
+
+
+@dataclass(frozen=True)
+class ContextRun:
+    """One seed's accuracies, keyed (method, test length, tuned).
+
+    ``positions`` is ``"rope"`` (methods ``rope``, ``pi``, ``ntk``, ``yarn``, and
+    ``yarn-32``: YaRN with the paper's beta = 32, untuned) or ``"alibi"`` (method ``alibi``).
     """
 
-    def __init__(self, head_dim: int, base: float = 10000.0, interpolation: float = 1.0) -> None:
-        super().__init__(head_dim, base)
-        check_positive("interpolation", interpolation)
-        self.interpolation = float(interpolation)
-
-    def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, interpolation={self.interpolation}"
-
-    def forward(
-        self, x: Tensor, positions: Tensor | None = None, offset: int = 0
-    ) -> Tensor:
-        pos = self._check_forward_args(x, positions, offset)  # (L,) or (B, L)
-        pos = pos / self.interpolation  # position interpolation: m / s
-        theta = _frequencies(self.head_dim, self.base, x.device)  # (E/2,)
-        angles = pos[..., None] * theta  # (L, E/2) or (B, L, E/2)
-        if x.ndim == 4 and angles.ndim == 3:
-            angles = angles[:, None]  # (B, 1, L, E/2)
-        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-        x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., L, E/2) each
-        rotated = torch.stack(
-            (x_even * cos - x_odd * sin, x_even * sin + x_odd * cos), dim=-1
-        )  # (..., L, E/2, 2)
-        return rotated.flatten(-2)  # (..., L, E)
+    seed: int
+    positions: str
+    accuracy: dict[tuple[str, int, bool], float]
+    train_loss: float
 
 
-def rescale_rope(model: LookbackModel, method: str, scale: float) -> LookbackModel:
-    """Give a trained RoPE :class:`~attnlib.experiments.extrapolation.LookbackModel` scaled positions, in place.
+def context_run(setup: ContextSetup, seed: int, positions: str = "rope") -> ContextRun:
+    """Train one model at L with ``seed``, test every method at L, 2L, 4L, tune at 4L, test.
 
-    ``method`` is ``"rope"`` (plain RoPE again), ``"pi"`` (position interpolation by
-    ``scale``) or ``"ntk"`` (the NTK-aware base for ``scale``). The learned weights are kept;
-    only the rotation changes. Returns ``model``.
+    One thread (restored afterwards). ``positions`` is ``"rope"`` or ``"alibi"``.
+    """
+    check_choice("positions", positions, ("rope", "alibi"))
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _context_run(setup, check_int("seed", seed, minimum=0), positions)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _context_run(setup: ContextSetup, seed: int, positions: str) -> ContextRun:
+    L, V = setup.train_length, setup.config.vocab_size
+    config = replace(setup.config, alibi=positions == "alibi")
+    torch.manual_seed(seed)
+    model = DecoderLM(config, dtype=torch.float64)
+    losses = train_lm(
+        model, lambda step: varied_echo(setup.batch_size, L, L // 4, L // 2, V,
+                                        seed=seed * 100_000 + step),
+        steps=setup.steps, lr=setup.lr, constant_lr=True)
+    accuracy: dict[tuple[str, int, bool], float] = {}
+    methods = ["alibi"] if positions == "alibi" else [*METHODS, "yarn-32"]
+    for method in methods:
+        for length in setup.lengths:
+            if length == L and method != methods[0]:  # s = 1: every method is plain RoPE
+                accuracy[method, L, False] = accuracy[methods[0], L, False]
+                continue
+            tested = _with_method(model, method, length / L, setup)
+            accuracy[method, length, False] = echo_accuracy(tested, length,
+                                                            setup.test_lines)[1]
+        if method == "yarn-32":
+            continue
+        tuned = _with_method(model, method, 4.0, setup)
+        train_lm(tuned, lambda step: varied_echo(setup.tune_batch_size, 4 * L, L, 2 * L, V,
+                                                 seed=7 * 10**6 + seed * 1000 + step),
+                 steps=setup.tune_steps, lr=setup.lr, constant_lr=True)
+        accuracy[method, 4 * L, True] = echo_accuracy(tuned, 4 * L, setup.test_lines)[1]
+    return ContextRun(seed, positions, accuracy, sum(losses[-20:]) / 20)
+
+
+def _with_method(model: DecoderLM, method: str, scale: float, setup: ContextSetup) -> DecoderLM:
+    """``model`` for ``method`` at ``scale`` (a copy; ALiBi's model is copied as it is)."""
+    if method == "alibi":
+        return copy.deepcopy(model)
+    beta = 32.0 if method == "yarn-32" else setup.yarn_beta
+    return extend_context(model, "yarn" if method == "yarn-32" else method, scale,
+                          setup.train_length, alpha=setup.yarn_alpha, beta=beta)
+
+
+def _run_job(job: tuple[ContextSetup, int, str]) -> ContextRun:
+    return context_run(*job)
+
+
+def context_study(setup: ContextSetup, seeds: Sequence[int], *,
+                  workers: int | None = None) -> list[ContextRun]:
+    """:func:`context_run` for every seed, RoPE and ALiBi: RoPE runs first, in seed order.
+
+    ``workers`` processes (``None``: the CPU cores this process may use; 1: none, here) share
+    the runs; the results are the same for any number.
 
     Raises:
-        ValueError: if the model does not use RoPE, ``method`` is unknown or ``scale`` <= 0.
+        ValueError: if ``seeds`` is empty or ``workers`` < 1.
     """
-    check_instance("model", model, LookbackModel, "a LookbackModel")
-    if model.rope is None:
-        raise ValueError(f"model must use RoPE, got encoding = {model.config.encoding!r}")
-    check_positive("scale", scale)
-    E, base = model.rope.head_dim, model.config.base
-    if method == "rope":
-        model.rope = ScaledRotaryEmbedding(E, base)
-    elif method == "pi":
-        model.rope = ScaledRotaryEmbedding(E, base, interpolation=scale)
-    elif method == "ntk":
-        model.rope = ScaledRotaryEmbedding(E, ntk_base(base, scale, E))
-    else:
-        raise ValueError(f"method must be one of 'rope', 'pi', 'ntk', got {method!r}")
-    return model
-
-
-def alibi_slopes(num_heads: int) -> Tensor:
-    r"""ALiBi's head slopes: the geometric sequence :math:`m_h = 2^{-8(h+1)/H}`.
-
-    For H a power of two this is Press et al.'s rule; otherwise their extension: the slopes of
-    the largest power of two :math:`n < H`, then every other slope of :math:`2n` heads.
-
-    Shape:
-        - output: (H,), float64
-
-    Raises:
-        ValueError: if ``num_heads`` < 1.
-    """
-    H = check_int("num_heads", num_heads, minimum=1)
-
-    def powers(n: int) -> list[float]:
-        return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
-
-    n = 2 ** math.floor(math.log2(H))
-    slopes = powers(n) + powers(2 * n)[0::2][: H - n]
-    return torch.tensor(slopes, dtype=torch.float64)  # (H,)
-
-
-def alibi_bias(
-    L: int, slopes: Tensor, *, causal: bool = True, dtype: torch.dtype = torch.float32
-) -> Tensor:
-    r"""ALiBi's additive score bias: :math:`-m_h (i - j)`, a float mask.
-
-    Causal: :math:`-m_h (i - j)` for :math:`j \le i` and :math:`-\infty` above the diagonal.
-    Not causal: :math:`-m_h |i - j|` everywhere (Press et al. define only the causal form;
-    without the mask the bias cannot tell a key before the query from one after it).
-
-    Shape:
-        - slopes: (H,)
-        - output: (H, L, L), to add to scores (B, H, L, L)
-
-    Raises:
-        ValueError: if ``L`` < 1 or ``slopes`` is not 1-D.
-    """
-    check_int("L", L, minimum=1)
-    slopes = check_floating("slopes", slopes)
-    check_ndim("slopes", slopes, 1, "(H,)")
-    check_flag("causal", causal)
-    check_float_dtype("dtype", dtype)
-    i = torch.arange(L, dtype=torch.float64)[:, None]  # (L, 1)
-    j = torch.arange(L, dtype=torch.float64)[None, :]  # (1, L)
-    distance = (i - j) if causal else (i - j).abs()  # (L, L)
-    bias = -slopes.double()[:, None, None] * distance  # (H, L, L)
-    if causal:
-        bias = bias.masked_fill(j > i, float("-inf"))
-    return bias.to(dtype)
-
-
-class AlibiLookbackModel(LookbackModel):
-    """Chapter 6's lookback model with ALiBi biases instead of position vectors.
-
-    The model of :class:`~attnlib.experiments.extrapolation.LookbackModel` with ``encoding="none"`` (no
-    position vectors), each head's scores biased by :func:`alibi_bias`.
-
-    Shape:
-        as :class:`~attnlib.experiments.extrapolation.LookbackModel`.
-    """
-
-    def __init__(self, config: LookbackConfig, *, causal: bool = True,
-                 dtype: torch.dtype = torch.float32) -> None:
-        check_instance("config", config, LookbackConfig, "a LookbackConfig")
-        check_flag("causal", causal)
-        if config.encoding != "none":
-            raise ValueError(f"an ALiBi model has no position vectors: config.encoding must be "
-                             f"'none', got {config.encoding!r}")
-        super().__init__(config, dtype=dtype)
-        self.causal = causal
-
-    def forward(
-        self, tokens: Tensor, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        check_flag("need_weights", need_weights)
-        q, k, v = self._qkv(tokens)  # (B, H, L, E) each
-        slopes = alibi_slopes(self.config.num_heads)  # (H,)
-        bias = alibi_bias(q.shape[2], slopes, causal=self.causal, dtype=q.dtype)  # (H, L, L)
-        weights: Tensor | None = None
-        if need_weights:
-            heads, weights = scaled_dot_product_attention(q, k, v, bias, need_weights=True)
-        else:
-            heads = scaled_dot_product_attention(q, k, v, bias)  # (B, H, L, E)
-        logits = self.classifier(self.out_proj(merge_heads(heads)))  # (B, L, V)
-        return logits, weights
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed, got none")
+    jobs = [(setup, check_int("seed", s, minimum=0), positions)
+            for positions in ("rope", "alibi") for s in seeds]
+    if workers is None:
+        affinity = getattr(os, "sched_getaffinity", None)
+        workers = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    workers = min(check_int("workers", workers, minimum=1), len(jobs))
+    if workers == 1:
+        return [_run_job(job) for job in jobs]
+    context = multiprocessing.get_context("spawn")  # never fork a process with threads
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        return list(pool.map(_run_job, jobs))

@@ -77,13 +77,14 @@ def offset_copy_task(
         TypeError: if a size is not an int or ``offsets`` holds a non-int.
         ValueError: if a size is < 1.
     """
-    for name, value in (("n", n), ("length", length), ("num_symbols", num_symbols)):
+    sizes = (("n", n), ("length", length), ("num_symbols", num_symbols))
+    for name, value in sizes:
         check_int(name, value, minimum=1)
     offsets = _check_offsets(offsets)
-    generator = _generator(seed)
-    tokens = torch.randint(0, num_symbols, (n, length), generator=generator)  # (n, L)
-    # roll by -o moves x_{t+o} to position t.
-    targets = torch.stack([tokens.roll(-o, dims=1) for o in offsets], dim=-1)  # (n, L, K)
+    g = _generator(seed)
+    tokens = torch.randint(0, num_symbols, (n, length), generator=g)  # (n, L)
+    # roll by -o moves x_{t+o} to position t; (n, L, K)
+    targets = torch.stack([tokens.roll(-o, dims=1) for o in offsets], dim=-1)
     return tokens, targets
 
 
@@ -132,11 +133,13 @@ class OffsetCopyModel(nn.Module):
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         _check_tokens(self, tokens)  # (B, L) ids in [0, V)
         h = self.position(self.embedding(tokens))  # (B, L, D)
-        y, weights = self.attention(h, h, h, need_weights=True)  # (B, L, D), (B, H, L, L)
+        # (B, L, D), (B, H, L, L)
+        y, weights = self.attention(h, h, h, need_weights=True)
         assert weights is not None
         B, L = tokens.shape
-        logits = self.readout(y).view(B, L, self.num_offsets, self.num_symbols)  # (B, L, K, V)
-        return logits, weights
+        logits = self.readout(y)  # (B, L, K V)
+        K, V = self.num_offsets, self.num_symbols
+        return logits.view(B, L, K, V), weights  # (B, L, K, V), (B, H, L, L)
 
 
 def _check_tokens(model: OffsetCopyModel, tokens: Tensor) -> None:

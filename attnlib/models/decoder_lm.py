@@ -19,6 +19,11 @@ self-attention with ``num_kv_heads`` key/value heads (:mod:`attnlib.blocks.gqa`;
 ``num_heads`` it is multi-head attention). ``window`` restricts every query to the last
 ``window`` positions (:mod:`attnlib.blocks.sliding_window`).
 
+Two options change the attention for chapter 9's comparisons, both off by default:
+``alibi=True`` replaces RoPE by ALiBi's distance penalty (:mod:`attnlib.blocks.alibi`), and
+``attention="linear"`` replaces the softmax by causal linear attention
+(:class:`attnlib.blocks.linear_attention.LinearSelfAttention`), which keeps no cache.
+
 At generation time :class:`LMCache` keeps each layer's keys and values; with a window it keeps
 only the last ``window`` of them, Mistral's rolling buffer.
 """
@@ -34,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlib._checks import (
+    check_choice,
     check_flag,
     check_input,
     check_instance,
@@ -44,7 +50,9 @@ from attnlib._checks import (
     check_token_ids,
     shape_str,
 )
+from attnlib.blocks.alibi import alibi_bias, alibi_slopes
 from attnlib.blocks.gqa import GroupedQueryAttention, gqa_parameter_count, mean_pool_kv
+from attnlib.blocks.linear_attention import LinearSelfAttention
 from attnlib.blocks.positional import RotaryPositionalEmbedding
 from attnlib.models.transformer.layers import FeedForward
 
@@ -74,9 +82,13 @@ class DecoderLMConfig:
         window: None: causal attention; w: each query sees its last w positions (itself
             included).
         rope_base: the RoPE base.
+        alibi: True: no RoPE; ALiBi's bias :math:`-m_h (i - j)` on the scores instead.
+        attention: ``"softmax"``, or ``"linear"`` for causal linear attention (no cache, no
+            window).
 
     Raises:
-        ValueError: if a size is < 1 or the heads do not divide.
+        ValueError: if a size is < 1, the heads do not divide, ``attention`` is unknown, or
+            linear attention is asked for with a window.
     """
 
     vocab_size: int
@@ -88,6 +100,8 @@ class DecoderLMConfig:
     max_len: int = 256
     window: int | None = None
     rope_base: float = 10000.0
+    alibi: bool = False
+    attention: str = "softmax"
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "d_ff", "num_layers", "max_len"):
@@ -99,6 +113,12 @@ class DecoderLMConfig:
         if self.window is not None:
             check_int("window", self.window, minimum=1)
         check_positive("rope_base", self.rope_base)
+        if not isinstance(self.alibi, bool):
+            raise TypeError(f"alibi must be a bool, got {type(self.alibi).__name__}")
+        check_choice("attention", self.attention, ("softmax", "linear"))
+        if self.attention == "linear" and self.window is not None:
+            raise ValueError(f"linear attention has no window: window must be None with "
+                             f"attention = 'linear', got window = {self.window}")
 
     @property
     def head_dim(self) -> int:
@@ -151,9 +171,9 @@ class DecoderBlock(nn.Module):
         super().__init__()
         check_instance("config", config, DecoderLMConfig, "a DecoderLMConfig")
         c = config
-        rope = RotaryPositionalEmbedding(c.head_dim, c.rope_base)
-        self.attn = GroupedQueryAttention(c.d_model, c.num_heads, c.num_kv_heads, rope=rope,
-                                          dtype=dtype)
+        rope = None if c.alibi else RotaryPositionalEmbedding(c.head_dim, c.rope_base)
+        kind = LinearSelfAttention if c.attention == "linear" else GroupedQueryAttention
+        self.attn = kind(c.d_model, c.num_heads, c.num_kv_heads, rope=rope, dtype=dtype)
         self.feed_forward = FeedForward(c.d_model, c.d_ff, activation="gelu", dtype=dtype)
         self.norm1 = nn.LayerNorm(c.d_model, dtype=dtype)
         self.norm2 = nn.LayerNorm(c.d_model, dtype=dtype)
@@ -257,6 +277,8 @@ class DecoderLM(nn.Module):
             P = 0 if past is None else past[0].shape[2]
             k_pos = torch.arange(offset - P, offset + L, device=tokens.device)  # (P + L,)
             mask = _attention_mask(q_pos, k_pos, c.window)  # (L, P + L)
+            if c.alibi:  # -m_h (i - j) where allowed, -inf elsewhere: (H, L, P + L)
+                mask = alibi_bias(q_pos, k_pos, alibi_slopes(c.num_heads), mask, x.dtype)
             x, k, v = block(x, mask, past, offset)
             if cache is not None:
                 keys = k if past is None else torch.cat((past[0], k), dim=2)  # (B, H_kv, P+L, E)
@@ -342,8 +364,12 @@ def train_lm(
     *,
     steps: int,
     lr: float = 3e-3,
+    constant_lr: bool = False,
 ) -> list[float]:
-    """Train with Adam (cosine-decayed rate) on ``batch(step)`` = (tokens, targets).
+    """Train with Adam on ``batch(step)`` = (tokens, targets), the rate cosine-decayed to 0.
+
+    ``constant_lr=True`` keeps the rate at ``lr`` throughout (chapter 9's long-context runs,
+    where a model must first find the right heads, and a short fine-tuning).
 
     Returns:
         The training loss of every step.
@@ -358,7 +384,8 @@ def train_lm(
     check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
+    schedule = (torch.optim.lr_scheduler.ConstantLR(optimizer, factor=1.0) if constant_lr
+                else torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps))
     model.train()
     losses: list[float] = []
     for step in range(steps):

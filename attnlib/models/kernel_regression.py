@@ -78,22 +78,26 @@ def _as_points(name: str, x: Tensor) -> Tensor:
 
 
 def kernel_scores(
-    queries: Tensor, keys: Tensor, bandwidth: float | Tensor = 1.0, kernel: str = "gaussian"
+    queries: Tensor, keys: Tensor, bandwidth: float | Tensor = 1.0,
+    kernel: str = "gaussian",
 ) -> Tensor:
-    r"""Attention scores :math:`s(q, k) = \log K((q - k)/h)` of every query against every key.
+    r"""Scores :math:`\log K((q - k)/h)` of every query against every key.
 
-    Gaussian: :math:`-\lVert q-k\rVert^2/(2h^2)`; boxcar: 0 inside the unit ball, :math:`-\infty`
-    outside; Epanechnikov: :math:`\log\tfrac34 + \log(1 - \lVert u\rVert^2)`, :math:`-\infty` outside.
+    Gaussian: :math:`-\lVert q-k\rVert^2/(2h^2)`; boxcar: 0 inside the unit
+    ball, :math:`-\infty` outside; Epanechnikov:
+    :math:`\log\tfrac34 + \log(1 - \lVert u\rVert^2)`, :math:`-\infty` outside.
 
     Shape:
-        queries: (L,), (L, E) or (B, L, E). keys: same rank as queries, (S,), (S, E) or (B, S, E).
-        Returns (L, S) or (B, L, S).
+        queries: (L,), (L, E) or (B, L, E). keys: same rank as queries, (S,),
+        (S, E) or (B, S, E). Returns (L, S) or (B, L, S).
 
     Raises:
-        ValueError: bandwidth <= 0 or not finite, an unknown kernel, mismatched ranks or sizes.
+        ValueError: bandwidth <= 0 or not finite, an unknown kernel,
+            mismatched ranks or sizes.
         TypeError: a non-tensor or integer tensor.
     """
-    q, k = _check_kernel_args(queries, keys, bandwidth, kernel)  # as (..., L, E), (..., S, E)
+    # as (..., L, E), (..., S, E)
+    q, k = _check_kernel_args(queries, keys, bandwidth, kernel)
     u = (q.unsqueeze(-2) - k.unsqueeze(-3)) / bandwidth  # (..., L, S, E)
     sq = u.square().sum(-1)  # (..., L, S)
     if kernel == "gaussian":
@@ -102,7 +106,8 @@ def kernel_scores(
     if kernel == "boxcar":
         zero = torch.zeros((), dtype=sq.dtype)
         return torch.where(inside, zero, -math.inf)
-    # Epanechnikov: log(3/4) cancels in the softmax but is kept so exp(score) is the kernel.
+    # Epanechnikov: log(3/4) cancels in the softmax but is kept so that
+    # exp(score) is the kernel.
     log_k = math.log(0.75) + torch.log1p(-sq.clamp(max=1))
     return torch.where(inside & (sq < 1), log_k, -math.inf)
 
@@ -174,7 +179,8 @@ def nadaraya_watson(
     scores = kernel_scores(queries, keys, bandwidth, kernel)  # (..., L, S)
     v = _values_as_columns(values, queries, keys, scores)  # (..., S, Ev)
     if attn_mask is not None:
-        scores = scores.masked_fill(~_check_attn_mask(attn_mask, scores), -math.inf)
+        hidden = ~_check_attn_mask(attn_mask, scores)
+        scores = scores.masked_fill(hidden, -math.inf)
     _check_every_query_has_a_key(scores, attn_mask, kernel, bandwidth)
     weights = torch.softmax(scores, dim=-1)  # (..., L, S)
     predictions = weights @ v  # (..., L, Ev)

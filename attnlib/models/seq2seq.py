@@ -185,21 +185,29 @@ class Encoder(nn.Module):
         - final: (B, 2 d_h)
     """
 
-    def __init__(self, vocab_size: int, embed_dim: int, hidden_size: int, pad_id: int = 0):
+    def __init__(self, vocab_size: int, embed_dim: int, hidden_size: int,
+                 pad_id: int = 0):
         super().__init__()
         _check_sizes(vocab_size, pad_id, embed_dim=embed_dim, hidden_size=hidden_size)
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
-        self.rnn = nn.GRU(embed_dim, hidden_size, batch_first=True, bidirectional=True)
+        self.rnn = nn.GRU(embed_dim, hidden_size, batch_first=True,
+                          bidirectional=True)
 
-    def forward(self, src: Tensor, src_lengths: Tensor) -> tuple[Tensor, Tensor]:
-        """The states (B, S, 2 d_h), zero at padding, and the final state (B, 2 d_h)."""
+    def forward(
+        self, src: Tensor, src_lengths: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """The states (B, S, 2 d_h), zero at padding, and the final (B, 2 d_h)."""
         _check_encoder_input(self, src, src_lengths)
         x = self.embedding(src)  # (B, S, E)
-        packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
-        packed_states, final = self.rnn(packed)  # final: (2, B, d_h), forward then backward
+        packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True,
+                                      enforce_sorted=False)
+        # final: (2, B, d_h), forward then backward
+        packed_states, final = self.rnn(packed)
+        # (B, S, 2 d_h)
         states, _ = pad_packed_sequence(packed_states, batch_first=True,
-                                        total_length=src.shape[1])  # (B, S, 2 d_h)
-        return states, torch.cat([final[0], final[1]], dim=-1)  # (B, S, 2 d_h), (B, 2 d_h)
+                                        total_length=src.shape[1])
+        # (B, S, 2 d_h), (B, 2 d_h)
+        return states, torch.cat([final[0], final[1]], dim=-1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -274,7 +282,10 @@ class AttentionDecoder(nn.Module):
         self.out_proj = nn.Linear(hidden_size + key_size, vocab_size)
 
     def attend(self, state: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
-        """The context (B, 2 d_h) and weights (B, S) of one step; the query is the state (B, d_h)."""
+        """The context (B, 2 d_h) and weights (B, S) of one step.
+
+        The query is the decoder's state (B, d_h).
+        """
         _check_state_memory(self, state, memory)
         if self.score is None:
             assert memory.context is not None and memory.weights is not None
@@ -286,11 +297,14 @@ class AttentionDecoder(nn.Module):
         context = (weights[:, None, :] @ memory.states)[:, 0]  # (B, 2 d_h)
         return context, weights
 
-    def step(self, y_prev: Tensor, state: Tensor, memory: Memory) -> tuple[Tensor, Tensor, Tensor]:
-        """One decoder step: attend with the previous state, update the state, predict a word."""
+    def step(
+        self, y_prev: Tensor, state: Tensor, memory: Memory
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """One step: attend with the previous state, update it, predict a word."""
         _check_words("y_prev", y_prev, self, state, 1, "(B,)")
         context, weights = self.attend(state, memory)  # (B, 2 d_h), (B, S)
-        rnn_input = torch.cat([self.embedding(y_prev), context], dim=-1)  # (B, E + 2 d_h)
+        # (B, E + 2 d_h)
+        rnn_input = torch.cat([self.embedding(y_prev), context], dim=-1)
         state = self.rnn(rnn_input, state)  # (B, d_h)
         logits = self.out_proj(torch.cat([state, context], dim=-1))  # (B, V)
         return logits, state, weights
@@ -375,18 +389,24 @@ class Seq2Seq(nn.Module):
         )
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, Tensor]:
-        """Encode a padded batch: the decoder's :class:`Memory` and its first state (B, d_h)."""
+        """Encode a padded batch: the decoder's :class:`Memory`, first state (B, d_h)."""
         c = self.config
-        check_source(src, src_lengths, c.src_vocab_size, c.max_src_len, _device(self))
-        states, final = self.encoder(src, src_lengths)  # (B, S, 2 d_h), (B, 2 d_h)
-        mask = lengths_to_mask(src_lengths.to(states.device), src.shape[1])  # (B, S)
+        check_source(src, src_lengths, c.src_vocab_size, c.max_src_len,
+                     _device(self))
+        # (B, S, 2 d_h), (B, 2 d_h)
+        states, final = self.encoder(src, src_lengths)
+        # (B, S)
+        mask = lengths_to_mask(src_lengths.to(states.device), src.shape[1])
         state = torch.tanh(self.init_proj(final))  # (B, d_h)
         score = self.decoder.score
         if score is not None:
-            return Memory(states, mask, keys=score.k_proj(states)), state  # keys: (B, S, d_a)
-        if self.config.fixed_context == "final":
-            return Memory(states, mask, context=final, weights=torch.zeros_like(states[..., 0])), state
-        weights = mask.to(states.dtype) / src_lengths.to(states)[:, None]  # (B, S), uniform
+            # keys: (B, S, d_a)
+            return Memory(states, mask, keys=score.k_proj(states)), state
+        if c.fixed_context == "final":
+            zeros = torch.zeros_like(states[..., 0])  # (B, S)
+            return Memory(states, mask, context=final, weights=zeros), state
+        # (B, S), uniform
+        weights = mask.to(states.dtype) / src_lengths.to(states)[:, None]
         return Memory(states, mask, context=(weights[:, None, :] @ states)[:, 0],
                       weights=weights), state
 
@@ -454,23 +474,26 @@ def greedy_decode(
 
 
 def _greedy_loop(
-    decoder: AttentionDecoder, memory: Memory, state: Tensor, max_len: int, bos_id: int,
-    eos_id: int, pad_id: int,
+    decoder: AttentionDecoder, memory: Memory, state: Tensor, max_len: int,
+    bos_id: int, eos_id: int, pad_id: int,
 ) -> tuple[Tensor, Tensor]:
-    """The loop of :func:`greedy_decode`, from the encoded batch and the first state (B, d_h)."""
-    B = state.shape[0]
-    y = torch.full((B,), bos_id, dtype=torch.long, device=state.device)  # (B,) <bos>
-    finished = torch.zeros(B, dtype=torch.bool, device=state.device)  # (B,)
+    """The loop of :func:`greedy_decode`, from the encoded batch and first state."""
+    B, device = state.shape[0], state.device
+    y = torch.full((B,), bos_id, dtype=torch.long, device=device)  # (B,) <bos>
+    finished = torch.zeros(B, dtype=torch.bool, device=device)  # (B,)
     tokens, weights = [], []
     for _ in range(max_len):
-        logits, state, step_weights = decoder.step(y, state, memory)  # weights: (B, S)
-        y = logits.argmax(dim=-1).masked_fill(finished, pad_id)  # (B,) the most probable word
+        # weights: (B, S)
+        logits, state, step_weights = decoder.step(y, state, memory)
+        # (B,) the most probable word
+        y = logits.argmax(dim=-1).masked_fill(finished, pad_id)
         tokens.append(y)
         weights.append(step_weights.masked_fill(finished[:, None], 0.0))
         finished = finished | (y == eos_id)
         if bool(finished.all()):
             break
-    return torch.stack(tokens, dim=1), torch.stack(weights, dim=1)  # (B, L), (B, L, S)
+    # (B, L), (B, L, S)
+    return torch.stack(tokens, dim=1), torch.stack(weights, dim=1)
 
 
 # ---------------------------------------------------------------------------------------------

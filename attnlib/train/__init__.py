@@ -8,5 +8,5 @@
 * :mod:`attnlib.train.decoding`: greedy and beam search for the Transformer;
 * :mod:`attnlib.train.comparison` and :mod:`attnlib.train.runs`: like-for-like comparisons,
   and runs trained side by side in worker processes;
-* :mod:`attnlib.train.speculative`: speculative decoding.
+* :mod:`attnlib.train.speculative`: speculative decoding, greedy and sampled.
 """

@@ -288,22 +288,27 @@ def beam_search(
 
 
 def _beam_step(
-    scores: Tensor, lengths: Tensor, finished: Tensor, log_probs: Tensor, offsets: Tensor,
-    alpha: float, pad_id: int,
+    scores: Tensor, lengths: Tensor, finished: Tensor, log_probs: Tensor,
+    offsets: Tensor, alpha: float, pad_id: int,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """One step of :func:`beam_search`: the K best one-word extensions of each sentence's K
-    hypotheses. Returns the row (hypothesis) each extends, its word, its summed log-probability
-    and its length, each (B K,). Shape: scores, lengths, finished (B K,); log_probs (B K, V)."""
+    """One step of :func:`beam_search`: the K best one-word extensions of each
+    sentence's K hypotheses. Returns the row (hypothesis) each extends, its word,
+    its summed log-probability and its length, each (B K,).
+    Shape: scores, lengths, finished (B K,); log_probs (B K, V)."""
     B, V = offsets.shape[0], log_probs.shape[1]
     K = scores.shape[0] // B
-    frozen = torch.full_like(log_probs[0], float("-inf"))  # (V,) a finished hypothesis
-    frozen[pad_id] = 0.0  # can only be extended by <pad>, at no cost
+    # (V,) a finished hypothesis can only be extended by <pad>, at no cost
+    frozen = torch.full_like(log_probs[0], float("-inf"))
+    frozen[pad_id] = 0.0
     log_probs = torch.where(finished[:, None], frozen, log_probs)  # (B K, V)
-    candidates = scores[:, None] + log_probs  # (B K, V): every hypothesis, every next word
+    # (B K, V): every hypothesis, every next word
+    candidates = scores[:, None] + log_probs
     new_lengths = lengths + (~finished).long()  # (B K,)
-    normalised = candidates / gnmt_length_penalty(new_lengths, alpha)[:, None]  # (B K, V)
-    _, best = normalised.view(B, K * V).topk(K, dim=-1)  # (B, K) of the K V candidates
-    rows = (offsets + best // V).view(B * K)  # (B K,) the hypothesis each comes from
+    penalty = gnmt_length_penalty(new_lengths, alpha)[:, None]  # (B K, 1)
+    normalised = candidates / penalty  # (B K, V)
+    # (B, K) of the K V candidates
+    _, best = normalised.view(B, K * V).topk(K, dim=-1)
+    rows = (offsets + best // V).view(B * K)  # (B K,) the hypothesis extended
     words = (best % V).view(B * K)  # (B K,)
     scores = candidates.view(B, K * V).gather(1, best).view(B * K)  # (B K,)
     return rows, words, scores, new_lengths[rows]

@@ -74,12 +74,14 @@ class LabelSmoothingLoss(nn.Module):
         safe = target.masked_fill(~counted, 0)  # any valid index; masked out below
         nll = -log_probs.gather(-1, safe[..., None]).squeeze(-1)  # (...)
         uniform = -log_probs.mean(dim=-1)  # (...)
-        loss = ((1.0 - self.smoothing) * nll + self.smoothing * uniform) * counted  # (...)
+        eps = self.smoothing
+        loss = ((1.0 - eps) * nll + eps * uniform) * counted  # (...)
         if self.reduction == "none":
             return loss
         if self.reduction == "sum":
             return loss.sum()
-        return loss.sum() / counted.sum().clamp(min=1)  # 0, not 0/0, if every target is ignored
+        # 0, not 0/0, if every target is ignored
+        return loss.sum() / counted.sum().clamp(min=1)
 
     def _check_inputs(self, logits: Tensor, target: Tensor) -> None:
         logits = check_tensor("logits", logits)
@@ -131,8 +133,10 @@ def noam_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[i
     ``torch.optim.lr_scheduler.LambdaLR`` multiplies the optimiser's own learning rate by the
     function's value, so create the optimiser with ``lr=1.0``::
 
-        optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, noam_schedule(512, 4000))
+        optimizer = torch.optim.Adam(model.parameters(), lr=1.0,
+                                     betas=(0.9, 0.98), eps=1e-9)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, noam_schedule(512, 4000))
         # after each optimizer.step(): scheduler.step()
 
     Raises:

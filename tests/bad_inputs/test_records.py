@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import torch
@@ -25,6 +26,7 @@ from attnlib import data
 
 from .harness import documented_callables
 from .helpers import (
+    F32,
     F64,
     TINY,
     _ids,
@@ -39,6 +41,23 @@ from .helpers import (
     api_module,
 )
 
+al = api_module("alibi")
+cm = api_module("cache_memory")
+dlm = api_module("decoder_lm")
+dr = api_module("delta_rule")
+ga = api_module("gated_attention")
+la = api_module("linear_attention")
+lc = api_module("long_context")
+lm_tasks = api_module("lm_tasks")
+mla = api_module("latent_attention")
+mw = api_module("memory_wall")
+mx = api_module("mixer_lm")
+pc = api_module("paged_cache")
+qc = api_module("quantized_cache")
+rc = api_module("recall")
+rs = api_module("rope_scaling")
+sk = api_module("sinks")
+sp = api_module("speculative")
 at = api_module("attention")
 plot = api_module("plot")
 cx = api_module("complexity")
@@ -53,6 +72,13 @@ sc = api_module("scoring")
 s2s = api_module("seq2seq")
 tr = api_module("training")
 tf = api_module("stacks", "decoding")
+
+
+def _lm(**changes: Any) -> Any:
+    config = dlm.DecoderLMConfig(**{"vocab_size": 4, "d_model": 8, "num_heads": 2,
+                                    "num_kv_heads": 2, "num_layers": 1, "d_ff": 8,
+                                    "max_len": 16, **changes})
+    return _seeded(lambda: dlm.DecoderLM(config)).eval()
 
 
 @pytest.fixture(autouse=True)
@@ -713,6 +739,89 @@ RECORDS: list[BadInput] = [
     BadInput("train_lookback:zero-lr", ex.train_lookback,
          lambda: ex.train_lookback(ex.LookbackModel(ex.LookbackConfig()), length=8, lr=0.0),
          V, "lr", "got 0.0", "finite and > 0"),
+    # --- rope_scaling, alibi, linear attention (chapter 9) ----------------------------------
+    BadInput("ntk_base:odd-head", rs.ntk_base, lambda: rs.ntk_base(10000.0, 2.0, 7),
+         V, "head_dim", "got 7", "even"),
+    BadInput("yarn_ramp:alpha-above-beta", rs.yarn_ramp,
+         lambda: rs.yarn_ramp(8, 300.0, 32, alpha=4.0, beta=2.0),
+         V, "alpha", "alpha = 4.0", "0 <= alpha < beta"),
+    BadInput("scaled_frequencies:unknown-method", rs.scaled_frequencies,
+         lambda: rs.scaled_frequencies(8, method="linear"),
+         V, "method", "'linear'", "'rope', 'pi', 'ntk', 'yarn'"),
+    BadInput("yarn_attention_factor:zero-scale", rs.yarn_attention_factor,
+         lambda: rs.yarn_attention_factor(0.0), V, "scale", "got 0.0", "finite and > 0"),
+    BadInput("ScaledRotaryEmbedding:yarn-without-length", rs.ScaledRotaryEmbedding,
+         lambda: rs.ScaledRotaryEmbedding(8, method="yarn", scale=2.0),
+         V, "train_length", "got None", "the length trained on"),
+    BadInput("alibi_slopes:no-heads", al.alibi_slopes, lambda: al.alibi_slopes(0),
+         V, "num_heads", "got 0", ">= 1"),
+    BadInput("alibi_bias:2d-slopes", al.alibi_bias,
+         lambda: al.alibi_bias(torch.arange(3), torch.arange(3), _ones(2, 2)),
+         V, "slopes", "(2, 2)", "(H,)"),
+    BadInput("linear_attention_recurrent:value-length", la.linear_attention_recurrent,
+         lambda: la.linear_attention_recurrent(_ones(1, 1, 4, 2), _ones(1, 1, 4, 2),
+                                               _ones(1, 1, 5, 2)),
+         V, "value", "(1, 1, 5, 2)", "(B, H, S, Ev)"),
+    BadInput("LinearSelfAttention:with-a-cache", la.LinearSelfAttention,
+         lambda: la.LinearSelfAttention(8, 2, 2)(_ones(1, 3, 8), past=(_ones(1), _ones(1))),
+         V, "past", "a key/value cache", "must be None"),
+    # --- decoder_lm, caches, speculative sampling (chapter 9) -----------------------------------
+    BadInput("DecoderLMConfig:unknown-attention", dlm.DecoderLMConfig,
+         lambda: dlm.DecoderLMConfig(vocab_size=5, attention="sparse"),
+         V, "attention", "'sparse'", "'softmax', 'linear'"),
+    BadInput("quantize_per_token:three-bits", qc.quantize_per_token,
+         lambda: qc.quantize_per_token(_ones(2, 4), bits=3), V, "bits", "got 3", "4 or 8"),
+    BadInput("dequantize_per_token:float-codes", qc.dequantize_per_token,
+         lambda: qc.dequantize_per_token(_ones(2, 4), _ones(2, 1), F32),
+         T, "codes", "torch.float32", "integer dtype"),
+    BadInput("QuantizedStore:unknown-format", qc.QuantizedStore,
+         lambda: qc.QuantizedStore("int2"), V, "format", "'int2'", "'bf16', 'fp8', 'int8', 'int4'"),
+    BadInput("QuantizedLMCache:unknown-format", qc.QuantizedLMCache,
+         lambda: qc.QuantizedLMCache(format="fp4"), V, "format", "'fp4'", "'fp8'"),
+    BadInput("bytes_per_vector:no-head", qc.bytes_per_vector,
+         lambda: qc.bytes_per_vector(0, "int8"), V, "head_dim", "got 0", ">= 1"),
+    BadInput("PagedKVCache:no-blocks", pc.PagedKVCache, lambda: pc.PagedKVCache(0, 4, 1, 8),
+         V, "num_blocks", "got 0", ">= 1"),
+    BadInput("paged_attention:rows-per-sequence", pc.paged_attention,
+         lambda: pc.paged_attention(_ones(2, 2, 1, 8), pc.PagedKVCache(2, 4, 1, 8), [0]),
+         V, "query", "(2, 2, 1, 8)", "B = len(seqs) = 1"),
+    BadInput("accept_or_resample:shapes", sp.accept_or_resample,
+         lambda: sp.accept_or_resample(_ones(2, 3) / 3, _ones(2, 4) / 4, _ids([0, 1])[0]),
+         V, "q", "(2, 4)", "(N, V) = (2, 3)"),
+    BadInput("expected_tokens_per_pass:alpha", sp.expected_tokens_per_pass,
+         lambda: sp.expected_tokens_per_pass(1.5, 2), V, "alpha", "1.5", "in [0, 1]"),
+    BadInput("goodness_of_fit:shapes", sp.goodness_of_fit,
+         lambda: sp.goodness_of_fit(_ones(3), _ones(4) / 4), V, "counts", "(3)", "one shape"),
+    BadInput("speculative_sample:temperature", sp.speculative_sample,
+         lambda: sp.speculative_sample(_lm(), _lm(), _ids([0, 1]), 2, temperature=0.0),
+         V, "temperature", "got 0.0", "finite and > 0"),
+    # --- chapter 9's experiments ----------------------------------------------------------------
+    BadInput("varied_echo:vocabulary-too-small", lm_tasks.varied_echo,
+         lambda: lm_tasks.varied_echo(2, 10, 3, 30, vocab_size=20),
+         V, "vocab_size", "got 20", ">= 30"),
+    BadInput("allocation_waste:too-long", cm.allocation_waste,
+         lambda: cm.allocation_waste([4, 40], max_len=32),
+         V, "lengths[1]", "got 40", "<= max_len = 32"),
+    BadInput("decode_cost:no-context", mw.decode_cost,
+         lambda: mw.decode_cost(mw.PUBLISHED["Mistral 7B"], 0), V, "context", "got 0", ">= 1"),
+    BadInput("prefill_cost:no-tokens", mw.prefill_cost,
+         lambda: mw.prefill_cost(mw.PUBLISHED["Mistral 7B"], 0), V, "tokens", "got 0", ">= 1"),
+    BadInput("decode_step_times:past-max-len", mw.decode_step_times,
+         lambda: mw.decode_step_times(_lm(), [1], context=16), V, "context + new_tokens",
+         "16 + 1", "<= max_len = 16"),
+    BadInput("ContextSetup:too-short-max-len", lc.ContextSetup,
+         lambda: lc.ContextSetup(train_length=64), V, "max_len", "got 128", "256"),
+    BadInput("extend_context:alibi-model", lc.extend_context,
+         lambda: lc.extend_context(_lm(alibi=True), "pi", 2.0, 8),
+         V, "model", "alibi=True", "must use RoPE"),
+    BadInput("echo_accuracy:short", lc.echo_accuracy, lambda: lc.echo_accuracy(_lm(), 2),
+         V, "length", "got 2", ">= 4"),
+    BadInput("context_run:unknown-positions", lc.context_run,
+         lambda: lc.context_run(lc.ContextSetup(), 0, "learned"),
+         V, "positions", "'learned'", "'rope', 'alibi'"),
+    BadInput("context_study:no-seeds", lc.context_study,
+         lambda: lc.context_study(lc.ContextSetup(), []), V, "seeds", "got none",
+         "at least one seed"),
     # --- plot -------------------------------------------------------------------------------
     BadInput("heatmap:3d-weights", plot.heatmap,
          lambda: plot.heatmap(torch.zeros(2, 3, 4)),
@@ -723,6 +832,78 @@ RECORDS: list[BadInput] = [
     BadInput("heatmaps:title-count", plot.heatmaps,
          lambda: plot.heatmaps([torch.zeros(2, 3), torch.zeros(2, 3)], ["one"]),
          V, "titles", "1 titles", "one entry per matrix"),
+    # --- chapter 10: delta rule, gated attention, latent attention, mixer LM, tasks --------
+    BadInput("delta_rule_recurrent:beta-above-one", dr.delta_rule_recurrent,
+         lambda: dr.delta_rule_recurrent(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                         2 * _ones(1, 1, 3)),
+         V, "beta", "values outside", "[0, 1]"),
+    BadInput("delta_rule_recurrent:value-length", dr.delta_rule_recurrent,
+         lambda: dr.delta_rule_recurrent(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 5, 2),
+                                         _ones(1, 1, 3)),
+         V, "value", "(1, 1, 5, 2)", "(1, 1, 3, Ev)"),
+    BadInput("delta_rule_chunked:zero-decay", dr.delta_rule_chunked,
+         lambda: dr.delta_rule_chunked(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                       _ones(1, 1, 3), torch.zeros(1, 1, 3)),
+         V, "decay", "values outside", "(0, 1]"),
+    BadInput("delta_rule_chunked:state-shape", dr.delta_rule_chunked,
+         lambda: dr.delta_rule_chunked(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                       _ones(1, 1, 3), state=_ones(1, 1, 2, 4)),
+         V, "state", "(1, 1, 2, 4)", "(1, 1, 4, 2)"),
+    BadInput("delta_rule_chunked:zero-chunk", dr.delta_rule_chunked,
+         lambda: dr.delta_rule_chunked(_ones(1, 1, 3, 4), _ones(1, 1, 3, 4), _ones(1, 1, 3, 2),
+                                       _ones(1, 1, 3), chunk_size=0),
+         V, "chunk_size", "got 0", ">= 1"),
+    BadInput("DeltaNet:unknown-rule", dr.DeltaNet,
+         lambda: dr.DeltaNet(8, 2, rule="sum"),
+         V, "rule", "'sum'", "'delta', 'linear'"),
+    BadInput("DeltaNet:feature-size", dr.DeltaNet,
+         lambda: dr.DeltaNet(8, 2)(_ones(1, 3, 6)),
+         V, "x", "(1, 3, 6)", "embed_dim = 8"),
+    BadInput("attention_with_sink:sink-shape", ga.attention_with_sink,
+         lambda: ga.attention_with_sink(_ones(1, 2, 3, 4), _ones(1, 2, 3, 4), _ones(1, 2, 3, 4),
+                                        _ones(3)),
+         V, "sink_logits", "(3)", "(H,) = (2,)"),
+    BadInput("gated_attention:gate-shape", ga.gated_attention,
+         lambda: ga.gated_attention(_ones(1, 2, 3, 4), _ones(1, 2, 3, 4), _ones(1, 2, 3, 4),
+                                    _ones(1, 2, 3, 5)),
+         V, "gate_logits", "(1, 2, 3, 5)", "(1, 2, 3, 4)"),
+    BadInput("gated_attention:key-size", ga.gated_attention,
+         lambda: ga.gated_attention(_ones(1, 2, 3, 4), _ones(1, 2, 3, 6), _ones(1, 2, 3, 4),
+                                    _ones(1, 2, 3, 4)),
+         V, "key", "(1, 2, 3, 6)", "(1, 2, S, 4)"),
+    BadInput("CausalSelfAttention:sinks-without-window", ga.CausalSelfAttention,
+         lambda: ga.CausalSelfAttention(8, 2, sink_tokens=2),
+         V, "sink_tokens", "sink_tokens = 2", "below window"),
+    BadInput("CausalSelfAttention:feature-size", ga.CausalSelfAttention,
+         lambda: ga.CausalSelfAttention(8, 2)(_ones(1, 3, 6)),
+         V, "x", "(1, 3, 6)", "embed_dim = 8"),
+    BadInput("MultiHeadLatentAttention:zero-latent", mla.MultiHeadLatentAttention,
+         lambda: mla.MultiHeadLatentAttention(8, 2, 4, 0, 2),
+         V, "latent_dim", "got 0", ">= 1"),
+    BadInput("MultiHeadLatentAttention:2d-x", mla.MultiHeadLatentAttention,
+         lambda: mla.MultiHeadLatentAttention(8, 2, 4, 4, 2)(_ones(3, 8)),
+         V, "x", "(3, 8)", "(B, L, D)"),
+    BadInput("mla_cache_elements:float-layers", mla.mla_cache_elements,
+         lambda: mla.mla_cache_elements(2.0, 4, 2),
+         T, "num_layers", "float", "an int"),
+    BadInput("MixerLM:no-mixers", mx.MixerLM,
+         lambda: mx.MixerLM(10, [], d_ff=8),
+         V, "mixers", "got none", "at least one"),
+    BadInput("MixerLM:token-outside-vocabulary", mx.MixerLM,
+         lambda: mx.MixerLM(10, [ga.CausalSelfAttention(8, 2)], d_ff=8)(_ids([1, 12])),
+         V, "tokens", "id 12", "[0, 10)"),
+    BadInput("backcopy_text:length-one", sk.backcopy_text,
+         lambda: sk.backcopy_text(2, 1),
+         V, "length", "got 1", ">= 2"),
+    BadInput("backcopy_targets:1d-tokens", sk.backcopy_targets,
+         lambda: sk.backcopy_targets(torch.tensor([1, 2])),
+         V, "tokens", "(2)", "(B, L)"),
+    BadInput("recall_task:too-many-queries", rc.recall_task,
+         lambda: rc.recall_task(2, 3, queries=5),
+         V, "queries", "queries = 5", "queries <= pairs"),
+    BadInput("write_and_read:unknown-rule", rc.write_and_read,
+         lambda: rc.write_and_read(4, 4, "product"),
+         V, "rule", "'product'", "'sum', 'delta'"),
 ]
 
 

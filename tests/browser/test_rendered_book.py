@@ -55,6 +55,9 @@ CHROMIUM_ARGS = [
     f"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE {HOST}",
 ]
 VIEWPORT_WIDTH, VIEWPORT_HEIGHT = 1400, 900  # wide enough for both sidebars of the theme
+# Code blocks must fit their column at these window widths: the test's own, and 1280, a common
+# laptop window (issue 25 found chapter 4's first cell cut at about 90 characters there).
+CODE_WIDTHS = (VIEWPORT_WIDTH, 1280)
 PAGE_TIMEOUT_MS = 30_000
 JOBS = max(2, min(4, os.cpu_count() or 2))  # pages open at once
 
@@ -251,6 +254,39 @@ INSPECT = r"""() => {
 }"""
 
 
+# Open what a reader can open (collapsed cells, dropdowns), so that hidden code is measured too.
+# Run after the screenshot: the screenshot shows the page as a reader first sees it.
+EXPAND_ALL = """() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  document.querySelectorAll('.toggle-details__container, .toggle-details__summary + *')
+    .forEach(e => { e.style.display = ''; });
+}"""
+
+# Every code block (a cell's input, a listing, a literal block) whose text is wider than the
+# box it sits in, so that the reader would have to scroll sideways.
+WIDE_CODE = r"""() => {
+  const blocks = Array.from(document.querySelectorAll('div.highlight pre, div.cell_input pre'));
+  const seen = new Set();
+  const wide = [];
+  blocks.forEach((pre, i) => {
+    if (seen.has(pre)) return;
+    seen.add(pre);
+    if (pre.scrollWidth <= pre.clientWidth + 1) return;
+    const section = pre.closest('section[id]');
+    const kind = pre.closest('.cell_input') ? 'cell input'
+               : pre.closest('.cell_output') ? 'cell output' : 'code block';
+    const lines = pre.textContent.split('\n');
+    const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
+    wide.push({index: i + 1, of: blocks.length, kind: kind,
+               section: section ? section.id : '(top)',
+               scroll: pre.scrollWidth, client: pre.clientWidth,
+               longest: longest.length, line: longest.slice(0, 100)});
+  });
+  return wide;
+}"""
+
+
 # ---------------------------------------------------------------------------------------------
 # Serving the site and visiting its pages.
 
@@ -281,6 +317,7 @@ class Visit:
     name: str
     problems: list[str] = field(default_factory=list)  # found while visiting
     info: dict[str, Any] = field(default_factory=dict)  # the answer to INSPECT
+    wide_code: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by window width
     final_url: str = ""
     seconds: float = 0.0
 
@@ -335,6 +372,11 @@ async def _visit(context: BrowserContext, base_url: str, name: str, screenshot: 
             visit.info = await page.evaluate(INSPECT)
             if screenshot:
                 await page.screenshot(path=str(SCREENSHOTS / f"{screenshot}.png"), full_page=True)
+            await page.evaluate(EXPAND_ALL)
+            for width in CODE_WIDTHS:
+                await page.set_viewport_size({"width": width, "height": VIEWPORT_HEIGHT})
+                await page.evaluate("() => new Promise(r => requestAnimationFrame(() => r(null)))")
+                visit.wide_code[width] = await page.evaluate(WIDE_CODE)
             await page.wait_for_timeout(50)  # let late console messages arrive
         visit.final_url = page.url
     except Exception as error:  # a timeout or a crash is this page's failure, not the session's
@@ -544,3 +586,22 @@ def test_page_renders(name: str, visits: dict[str, Visit], base_url: str, fetche
         pytest.fail(f"{name}{title}:\n  " + "\n  ".join(problems), pytrace=False)
     if info and info["mathCount"]:
         print(f"{name}: {info['containers']} formulas typeset ({visit.seconds:.1f} s)")
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_code_fits_the_column(name: str, visits: dict[str, Visit]) -> None:
+    """No code block is wider than its box at the book's window widths: chapters' cells are
+    wrapped to 80 columns (tests/test_notebooks.py), listings and literal blocks too."""
+    visit = visits[name]
+    if not visit.wide_code:
+        pytest.fail(f"{name}: its code blocks were not measured: the page did not load "
+                    f"({'; '.join(visit.problems) or 'no reason recorded'})", pytrace=False)
+    problems = [
+        f"code block {b['index']} of {b['of']} ({b['kind']}, in section #{b['section']}) is "
+        f"{b['scroll']} px wide in a {b['client']} px box at a {width} px window; its longest "
+        f"line has {b['longest']} characters: {b['line']!r}"
+        for width, blocks in visit.wide_code.items() for b in blocks
+    ]
+    if problems:
+        pytest.fail(f"{name}: code wider than its column:\n  " + "\n  ".join(problems),
+                    pytrace=False)

@@ -183,24 +183,27 @@ class EncoderLayer(nn.Module):
         return layer
 
     def forward(
-        self, x: Tensor, key_padding_mask: Tensor | None = None, *, need_weights: bool = False
+        self, x: Tensor, key_padding_mask: Tensor | None = None, *,
+        need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """Encode ``x``; returns ``(output, weights)``, see the class docstring."""
         _check_input("x", x, self.d_model, self.norm1.weight)
+        p, training = self.dropout, self.training
 
         def attend(h: Tensor) -> tuple[Tensor, Tensor | None]:
+            # (B, S, D), (B, H, S, S)
             out, w = self.self_attn(h, h, h, key_padding_mask=key_padding_mask,
-                                    need_weights=need_weights)  # (B, S, D), (B, H, S, S)
-            return F.dropout(out, self.dropout, self.training), w
+                                    need_weights=need_weights)
+            return F.dropout(out, p, training), w
 
         if self.norm_first:
             attended, weights = attend(self.norm1(x))
             x = x + attended
-            x = x + F.dropout(self.feed_forward(self.norm2(x)), self.dropout, self.training)
+            x = x + F.dropout(self.feed_forward(self.norm2(x)), p, training)
         else:
             attended, weights = attend(x)
             x = self.norm1(x + attended)
-            x = self.norm2(x + F.dropout(self.feed_forward(x), self.dropout, self.training))
+            x = self.norm2(x + F.dropout(self.feed_forward(x), p, training))
         return x, weights
 
 
@@ -366,16 +369,18 @@ class DecoderLayer(nn.Module):
         self, x: Tensor, memory: Tensor, attn_mask: Tensor | None,
         memory_key_padding_mask: Tensor | None, need_weights: bool,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """The layer on a whole target prefix: its two attentions, then :meth:`_sublayers`."""
+        """The layer on a whole target prefix: its two attentions, then the rest."""
         def self_attend(h: Tensor) -> tuple[Tensor, Tensor | None]:
-            out, w = self.self_attn(h, h, h, attn_mask=attn_mask,  # causal and target padding
-                                    need_weights=need_weights)  # (B, L, D), (B, H, L, L)
+            # attn_mask: causal and target padding; (B, L, D), (B, H, L, L)
+            out, w = self.self_attn(h, h, h, attn_mask=attn_mask,
+                                    need_weights=need_weights)
             return F.dropout(out, self.dropout, self.training), w
 
         def cross_attend(h: Tensor) -> tuple[Tensor, Tensor | None]:
-            out, w = self.multihead_attn(h, memory, memory,  # keys and values: the encoder's
+            # keys and values: the encoder's; (B, L, D), (B, H, L, S)
+            out, w = self.multihead_attn(h, memory, memory,
                                          key_padding_mask=memory_key_padding_mask,
-                                         need_weights=need_weights)  # (B, L, D), (B, H, L, S)
+                                         need_weights=need_weights)
             return F.dropout(out, self.dropout, self.training), w
 
         return self._sublayers(x, self_attend, cross_attend)
@@ -406,19 +411,20 @@ class DecoderLayer(nn.Module):
     def _sublayers(
         self, x: Tensor, self_attend: _Attend, cross_attend: _Attend
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """Self-attention, cross-attention, feed-forward: each a residual with a LayerNorm."""
+        """Self-attention, cross-attention, feed-forward: each residual, with LN."""
+        p, training = self.dropout, self.training
         if self.norm_first:
             attended, self_weights = self_attend(self.norm1(x))
             x = x + attended
             attended, cross_weights = cross_attend(self.norm2(x))
             x = x + attended
-            x = x + F.dropout(self.feed_forward(self.norm3(x)), self.dropout, self.training)
+            x = x + F.dropout(self.feed_forward(self.norm3(x)), p, training)
         else:
             attended, self_weights = self_attend(x)
             x = self.norm1(x + attended)
             attended, cross_weights = cross_attend(x)
             x = self.norm2(x + attended)
-            x = self.norm3(x + F.dropout(self.feed_forward(x), self.dropout, self.training))
+            x = self.norm3(x + F.dropout(self.feed_forward(x), p, training))
         return x, self_weights, cross_weights
 
 

@@ -116,10 +116,13 @@ def make_masks(
     src_key_padding = lengths_to_mask(src_lengths, S)  # (B, S)
     if L is None:
         if tgt_lengths is not None:
-            raise ValueError(f"L (the decoder input length) must be given with tgt_lengths, "
-                             f"got L = None and tgt_lengths {tgt_lengths.tolist()}")
+            raise ValueError(f"L (the decoder input length) must be given with "
+                             f"tgt_lengths, got L = None and tgt_lengths "
+                             f"{tgt_lengths.tolist()}")
         return Masks(src_key_padding)
-    tgt_key_padding = None if tgt_lengths is None else lengths_to_mask(tgt_lengths, L)  # (B, L)
+    tgt_key_padding = (  # (B, L)
+        None if tgt_lengths is None else lengths_to_mask(tgt_lengths, L)
+    )
     causal = causal_mask(L, device=src_lengths.device)  # (L, L)
     return Masks(src_key_padding, tgt_key_padding, causal)
 

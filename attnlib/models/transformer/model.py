@@ -104,8 +104,10 @@ class Transformer(nn.Module):
         return f"tie_embeddings={self.config.tie_embeddings}, " \
                f"share_all_embeddings={self.config.share_all_embeddings}"
 
-    def _embed(self, embedding: nn.Embedding, ids: Tensor, offset: int = 0) -> Tensor:
-        """Scaled embeddings plus positions, then dropout. Shape: (B, L) -> (B, L, D)."""
+    def _embed(
+        self, embedding: nn.Embedding, ids: Tensor, offset: int = 0
+    ) -> Tensor:
+        """Scaled embeddings plus positions, then dropout: (B, L) -> (B, L, D)."""
         x = embedding(ids) * math.sqrt(self.config.d_model)  # (B, L, D)
         out: Tensor = self.positional(x, offset)  # (B, L, D)
         return out
@@ -122,7 +124,8 @@ class Transformer(nn.Module):
         """
         self._check_ids("src", src, src_lengths)
         masks = make_masks(src_lengths, src.shape[1])
-        memory, _ = self.encoder(self._embed(self.src_embed, src), masks.src_key_padding)
+        x = self._embed(self.src_embed, src)  # (B, S, D)
+        memory, _ = self.encoder(x, masks.src_key_padding)
         return Encoded(memory, src_lengths)
 
     def decode(
@@ -145,10 +148,13 @@ class Transformer(nn.Module):
         """
         self._check_ids("tgt_in", tgt_in, tgt_lengths)
         memory, src_lengths = self._check_encoded(encoded, tgt_in)
-        masks = make_masks(src_lengths, memory.shape[1], tgt_lengths, tgt_in.shape[1])
+        masks = make_masks(src_lengths, memory.shape[1], tgt_lengths,
+                           tgt_in.shape[1])
         x, self_weights, cross_weights = self.decoder(
-            self._embed(self.tgt_embed, tgt_in), memory, attn_mask=masks.decoder_self,
-            memory_key_padding_mask=masks.src_key_padding, need_weights=need_weights,
+            self._embed(self.tgt_embed, tgt_in), memory,
+            attn_mask=masks.decoder_self,
+            memory_key_padding_mask=masks.src_key_padding,
+            need_weights=need_weights,
         )  # (B, L, D)
         return DecoderOutput(self.output_projection(x), self_weights, cross_weights)
 

@@ -1,0 +1,284 @@
+r"""The delta rule {Schlag et al. 2021; Yang et al. 2024}: a fast-weight memory that overwrites.
+
+Causal linear attention (:mod:`attnlib.blocks.linear_attention`) keeps one matrix per head and adds
+:math:`k_t v_t^\top` to it at every token, so two values stored under similar keys pile up.
+The delta rule first reads what the memory holds under :math:`k_t`, then writes only the
+difference, with a strength :math:`\beta_t \in [0, 1]`:
+
+.. math::
+
+    M_t = M_{t-1} + \beta_t\, k_t\, (v_t - M_{t-1}^\top k_t)^\top
+        = (I - \beta_t k_t k_t^\top)\, M_{t-1} + \beta_t\, k_t v_t^\top, \qquad
+    o_t = M_t^\top q_t .
+
+With a unit key and :math:`\beta_t = 1` the old value under :math:`k_t` is replaced, not
+added to. (The papers write the state transposed, :math:`S_t = M_t^\top`, and
+:math:`S_t = S_{t-1}(I - \beta_t k_t k_t^\top) + \beta_t v_t k_t^\top`.) Gated DeltaNet
+{Yang et al. 2025} multiplies the old memory by a decay :math:`\alpha_t \in (0, 1]` first:
+:math:`M_t = \alpha_t (I - \beta_t k_t k_t^\top) M_{t-1} + \beta_t k_t v_t^\top`.
+
+:func:`delta_rule_recurrent` runs the recurrence token by token (what generation does, with
+a state of :math:`E \times E_v` numbers per head whatever the length);
+:func:`delta_rule_chunked` computes the same outputs chunk by chunk, with matrix products
+inside each chunk (what training does). :class:`DeltaNet` is a layer built on them.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnlib._checks import (
+    check_choice,
+    check_floating,
+    check_int,
+    check_ndim,
+    check_tensor,
+    shape_str,
+)
+
+__all__ = ["DeltaNet", "delta_rule_chunked", "delta_rule_recurrent"]
+
+
+def _check_inputs(query: Tensor, key: Tensor, value: Tensor, beta: Tensor,
+                  decay: Tensor | None, state: Tensor | None) -> None:
+    for name, t in (("query", query), ("key", key), ("value", value), ("beta", beta)):
+        check_tensor(name, t)
+        check_floating(name, t)
+    check_ndim("query", query, 4, "(B, H, L, E)")
+    check_ndim("key", key, 4, "(B, H, L, E)")
+    check_ndim("value", value, 4, "(B, H, L, Ev)")
+    if key.shape != query.shape:
+        raise ValueError(f"key must have the shape of query {shape_str(query.shape)}, got "
+                         f"{shape_str(key.shape)}")
+    if value.shape[:3] != query.shape[:3]:
+        raise ValueError(f"value must have shape (B, H, L, Ev) = "
+                         f"{shape_str((*query.shape[:3], 'Ev'))}, got {shape_str(value.shape)}")
+    if beta.shape != query.shape[:3]:
+        raise ValueError(f"beta must have shape (B, H, L) = {shape_str(query.shape[:3])}, got "
+                         f"{shape_str(beta.shape)}")
+    if bool(((beta < 0) | (beta > 1)).any()):
+        raise ValueError("beta must lie in [0, 1] (a writing strength), got values outside")
+    if decay is not None:
+        check_tensor("decay", decay)
+        if decay.shape != query.shape[:3]:
+            raise ValueError(f"decay must have shape (B, H, L) = {shape_str(query.shape[:3])}, "
+                             f"got {shape_str(decay.shape)}")
+        if not bool(((decay > 0) & (decay <= 1)).all()):
+            raise ValueError("decay must lie in (0, 1] (a forgetting factor), got values "
+                             "outside")
+    if state is not None:
+        check_tensor("state", state)
+        expected = (*query.shape[:2], query.shape[-1], value.shape[-1])
+        if state.shape != expected:
+            raise ValueError(f"state must have shape (B, H, E, Ev) = {shape_str(expected)}, got "
+                             f"{shape_str(state.shape)}")
+
+
+def delta_rule_recurrent(
+    query: Tensor, key: Tensor, value: Tensor, beta: Tensor,
+    decay: Tensor | None = None, state: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    r"""The (gated) delta rule, one token at a time: :math:`O(L)` steps, constant memory.
+
+    .. math::
+
+        M_t = \alpha_t M_{t-1} + \beta_t\, k_t (v_t - \alpha_t M_{t-1}^\top k_t)^\top,
+        \qquad o_t = M_t^\top q_t
+
+    (:math:`\alpha_t = 1` without ``decay``). Keys are used as given; :class:`DeltaNet`
+    normalises them to unit length, which the overwriting needs.
+
+    Shape:
+        - query, key: (B, H, L, E); value: (B, H, L, Ev); beta, decay: (B, H, L)
+        - state: (B, H, E, Ev) or None (zeros)
+        - output: (B, H, L, Ev), and the state after the last token (B, H, E, Ev)
+
+    Raises:
+        ValueError: if the shapes do not fit, beta is outside [0, 1] or decay outside (0, 1].
+        TypeError: if an input is not a floating tensor.
+    """
+    _check_inputs(query, key, value, beta, decay, state)
+    B, H, L, E = query.shape
+    memory = query.new_zeros(B, H, E, value.shape[-1]) if state is None else state
+    outputs = []
+    for t in range(L):
+        alpha = None if decay is None else decay[:, :, t]
+        memory, out = _delta_step(memory, query[:, :, t], key[:, :, t], value[:, :, t],
+                                  beta[:, :, t], alpha)
+        outputs.append(out)  # (B, H, Ev)
+    return torch.stack(outputs, dim=2), memory  # (B, H, L, Ev), (B, H, E, Ev)
+
+
+def _delta_step(memory: Tensor, q: Tensor, k: Tensor, v: Tensor, beta: Tensor,
+                alpha: Tensor | None) -> tuple[Tensor, Tensor]:
+    """One token: memory (B, H, E, Ev); q, k (B, H, E); v (B, H, Ev); beta, alpha (B, H)."""
+    if alpha is not None:
+        memory = alpha[..., None, None] * memory  # forget first
+    read = (k[..., None, :] @ memory)[..., 0, :]  # what M holds under k: (B, H, Ev)
+    error = beta[..., None] * (v - read)  # write only the difference
+    memory = memory + k[..., :, None] * error[..., None, :]  # (B, H, E, Ev)
+    return memory, (q[..., None, :] @ memory)[..., 0, :]  # and o = M^T q: (B, H, Ev)
+
+
+def delta_rule_chunked(
+    query: Tensor, key: Tensor, value: Tensor, beta: Tensor,
+    decay: Tensor | None = None, state: Tensor | None = None, chunk_size: int = 16,
+) -> tuple[Tensor, Tensor]:
+    r"""The same outputs as :func:`delta_rule_recurrent`, computed chunk by chunk.
+
+    Within a chunk that starts from memory :math:`M_0`, the recurrence writes
+    :math:`e_t = \beta_t (v_t - \gamma_t M_0^\top k_t - \sum_{i<t} \frac{\gamma_t}{\gamma_i}
+    (k_i^\top k_t)\, e_i)` (:math:`\gamma_t` the product of the decays so far in the chunk),
+    a lower-triangular system for all the :math:`e_t` at once. With
+    :math:`\Gamma_{ti} = \gamma_t / \gamma_i`:
+
+    .. math::
+
+        (I + \mathrm{tril}_{-1}(\mathrm{diag}(\beta)\,(\Gamma \odot K K^\top)))\, E_c
+            = \mathrm{diag}(\beta)\,(V - \mathrm{diag}(\gamma) K M_0),
+
+        O = \mathrm{diag}(\gamma)\, Q M_0 + (\Gamma \odot \mathrm{tril}(Q K^\top))\, E_c,
+        \qquad M_C = \gamma_C M_0 + (\tfrac{\gamma_C}{\gamma} \odot K)^\top E_c .
+
+    One triangular solve and a few C x C products per chunk; a loop over the L / C chunks
+    carries the memory. Only ratios :math:`\gamma_t / \gamma_i \le 1` are formed.
+
+    Shape:
+        as :func:`delta_rule_recurrent`.
+
+    Raises:
+        as :func:`delta_rule_recurrent`; ValueError if ``chunk_size`` < 1.
+    """
+    _check_inputs(query, key, value, beta, decay, state)
+    B, H, n, E = query.shape
+    Ev = value.shape[-1]
+    C = min(check_int("chunk_size", chunk_size, minimum=1), max(n, 1))
+    chunks = -(-n // C)
+    pad = chunks * C - n
+    log_decay = (torch.zeros_like(beta) if decay is None else decay.log())  # (B, H, n)
+
+    def split(t: Tensor) -> Tensor:  # (B, H, n, ...) -> (B, H, chunks, C, ...)
+        t = F.pad(t, (0, 0, 0, pad)) if t.ndim == 4 else F.pad(t, (0, pad))
+        return t.view(B, H, chunks, C, *t.shape[3:])
+
+    q, k, v, b, g = (split(t) for t in (query, key, value, beta, log_decay))
+    g = g.cumsum(-1)  # log gamma_t within each chunk: (B, H, chunks, C)
+    ratio = (g[..., :, None] - g[..., None, :]).tril().exp().tril()  # Gamma: (..., C, C)
+    strict = (b[..., :, None] * ratio * (k @ k.transpose(-2, -1))).tril(-1)  # (..., C, C)
+    system = strict + torch.eye(C, dtype=query.dtype, device=query.device)
+    # U and W solve the system for the values and for the memory's part: (..., C, Ev | E)
+    U = torch.linalg.solve_triangular(system, b[..., None] * v, upper=False,
+                                      unitriangular=True)
+    W = torch.linalg.solve_triangular(system, (b * g.exp())[..., None] * k, upper=False,
+                                      unitriangular=True)
+    scores = ratio * (q @ k.transpose(-2, -1)).tril()  # (B, H, chunks, C, C)
+    to_end = (g[..., -1:] - g).exp()[..., None] * k  # (gamma_C / gamma_t) k_t: (..., C, E)
+    memory = query.new_zeros(B, H, E, Ev) if state is None else state
+    outputs = []
+    for c in range(chunks):
+        errors = U[:, :, c] - W[:, :, c] @ memory  # e_t: (B, H, C, Ev)
+        start = g[:, :, c].exp()[..., None] * q[:, :, c]  # gamma_t q_t: (B, H, C, E)
+        outputs.append(start @ memory + scores[:, :, c] @ errors)  # (B, H, C, Ev)
+        memory = g[:, :, c, -1].exp()[..., None, None] * memory \
+            + to_end[:, :, c].transpose(-2, -1) @ errors  # (B, H, E, Ev)
+    out = torch.cat(outputs, dim=2)[:, :, :n]  # (B, H, n, Ev)
+    return out, memory
+
+
+class DeltaNet(nn.Module):
+    r"""A DeltaNet layer: projections, a short causal convolution, the delta rule, an output.
+
+    .. math::
+
+        q_t, k_t = \frac{\phi(W_Q \tilde x_t)}{\lVert\cdot\rVert},\;
+        \frac{\phi(W_K \tilde x_t)}{\lVert\cdot\rVert}, \quad
+        v_t = \phi(W_V \tilde x_t), \quad \beta_t = \sigma(w_\beta^\top x_t), \quad
+        \alpha_t = \sigma(w_\alpha^\top x_t + b_\alpha)
+
+    per head, with :math:`\phi` = SiLU and :math:`\tilde x_t` each projection passed through
+    a depthwise causal convolution over the last ``conv_size`` tokens (Yang et al.'s short
+    convolution, which lets a key at token t see token t - 1). ``gated`` adds the decay
+    :math:`\alpha_t` (Gated DeltaNet); ``rule="linear"`` replaces the delta rule by chapter 9's
+    causal linear attention (:math:`\phi` = elu + 1, normalised), the baseline it improves on.
+    ``forward(x, state)`` returns the output and the state to continue from: the memory
+    (B, H, E, Ev) and the convolution's last ``conv_size - 1`` inputs (for ``rule="delta"``).
+
+    Shape:
+        - x: (B, L, D); output: (B, L, D)
+
+    Raises:
+        ValueError: if ``num_heads`` does not divide ``embed_dim`` or a size is < 1; in
+            ``forward``, if ``x`` is not (B, L, D).
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, *, gated: bool = False,
+                 conv_size: int = 4, rule: str = "delta", chunk_size: int = 16,
+                 dtype: torch.dtype | None = None) -> None:
+        super().__init__()
+        check_int("embed_dim", embed_dim, minimum=1)
+        check_int("num_heads", num_heads, minimum=1)
+        check_int("conv_size", conv_size, minimum=1)
+        check_choice("rule", rule, ("delta", "linear"))
+        if embed_dim % num_heads:
+            raise ValueError(f"num_heads must divide embed_dim, got embed_dim = {embed_dim} "
+                             f"and num_heads = {num_heads}")
+        self.embed_dim, self.num_heads, self.rule = embed_dim, num_heads, rule
+        self.gated, self.conv_size, self.chunk_size = gated, conv_size, chunk_size
+        self.qkv_proj = nn.Linear(embed_dim, 3 * embed_dim, bias=False, dtype=dtype)
+        # depthwise: one filter of conv_size taps per channel, causal by left padding
+        self.conv = nn.Conv1d(3 * embed_dim, 3 * embed_dim, conv_size, groups=3 * embed_dim,
+                              bias=False, dtype=dtype)
+        self.beta_proj = nn.Linear(embed_dim, num_heads, dtype=dtype)
+        self.decay_proj = nn.Linear(embed_dim, num_heads, dtype=dtype) if gated else None
+        if self.decay_proj is not None:
+            nn.init.constant_(self.decay_proj.bias, 3.0)  # start near alpha = 0.95
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=False, dtype=dtype)
+
+    def _heads(self, t: Tensor) -> Tensor:
+        B, L, _ = t.shape
+        return t.view(B, L, self.num_heads, -1).transpose(1, 2)  # (B, H, L, E)
+
+    def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None
+                ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        x = check_tensor("x", x)
+        check_ndim("x", x, 3, "(B, L, D)")
+        if x.shape[-1] != self.embed_dim:
+            raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
+                             f"{self.embed_dim}, got shape {shape_str(x.shape)}")
+        B, L, D = x.shape
+        projected = self.qkv_proj(x)  # (B, L, 3D)
+        past = (projected.new_zeros(B, self.conv_size - 1, 3 * D) if state is None
+                else state[1])  # the convolution's earlier inputs
+        padded = torch.cat((past, projected), dim=1)  # (B, c - 1 + L, 3D)
+        mixed = self.conv(padded.transpose(1, 2)).transpose(1, 2)  # (B, L, 3D)
+        q, k, v = (self._heads(t) for t in mixed.chunk(3, dim=-1))  # (B, H, L, E) each
+        memory = None if state is None else state[0]
+        if self.rule == "linear":
+            out, memory = self._linear(q, k, v, memory)
+        else:
+            q, k = F.normalize(F.silu(q), dim=-1), F.normalize(F.silu(k), dim=-1)
+            beta = torch.sigmoid(self.beta_proj(x)).transpose(1, 2)  # (B, H, L)
+            decay = None
+            if self.decay_proj is not None:
+                decay = torch.sigmoid(self.decay_proj(x)).transpose(1, 2)  # (B, H, L)
+            run = delta_rule_chunked if L > 1 else delta_rule_recurrent
+            kwargs = {"chunk_size": self.chunk_size} if L > 1 else {}
+            out, memory = run(q, k, F.silu(v), beta, decay, memory, **kwargs)
+        tail = padded[:, padded.shape[1] - (self.conv_size - 1):]  # (B, c - 1, 3D)
+        merged = out.transpose(1, 2).reshape(B, L, D)  # (B, L, D)
+        return self.out_proj(merged), (memory, tail)
+
+    @staticmethod
+    def _linear(q: Tensor, k: Tensor, v: Tensor, memory: Tensor | None
+                ) -> tuple[Tensor, Tensor]:
+        """Causal linear attention with a running state [sum phi(k) v^T | sum phi(k)]."""
+        fq, fk = F.elu(q) + 1, F.elu(k) + 1  # (B, H, L, E)
+        ones = torch.ones_like(v[..., :1])
+        kv = fk[..., :, None] * torch.cat((v, ones), -1)[..., None, :]  # (B, H, L, E, Ev+1)
+        sums = kv.cumsum(2)
+        if memory is not None:
+            sums = sums + memory[:, :, None]
+        both = (fq[..., None, :] @ sums)[..., 0, :]  # (B, H, L, Ev + 1)
+        return both[..., :-1] / both[..., -1:], sums[:, :, -1]

@@ -1,0 +1,116 @@
+r"""Associative recall: key-value pairs, then queries; and a memory written without training.
+
+:func:`recall_task` writes ``pairs`` key-value pairs as tokens, ``k1 v1 k2 v2 ...``, then
+``queries`` keys drawn from them; the target at a query is its value. Keys are ids
+[0, num_keys), values [num_keys, num_keys + num_values), all drawn without repetition within
+a line. A model must store every pair as it reads it and find one later: softmax attention
+keeps them all in its cache, a linear-attention or delta-rule layer in a state of fixed size.
+
+:func:`write_and_read` is the same question without training: ``pairs`` random unit keys in
+``dim`` dimensions and one-hot values written into a memory by accumulation
+(:math:`M \mathrel{+}= k v^\top`) or by the delta rule, then read back with each key.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attnlib._checks import check_choice, check_int
+from attnlib.blocks.delta_rule import delta_rule_recurrent
+from attnlib.models.decoder_lm import DecoderLM, train_lm
+from attnlib.models.mixer_lm import MixerLM
+
+__all__ = ["recall_accuracy", "recall_task", "train_recall", "write_and_read"]
+
+
+def recall_task(n: int, pairs: int, queries: int = 8, num_keys: int = 64,
+                num_values: int = 64, seed: int = 0) -> tuple[Tensor, Tensor]:
+    """``n`` lines of ``pairs`` key-value pairs and ``queries`` queries; and the targets.
+
+    Shape:
+        - output: tokens (n, 2 pairs + queries); targets the same, -100 except at queries
+
+    Raises:
+        TypeError: if an argument is not an int. ValueError: if a size is < 1, or
+            ``pairs`` exceeds ``num_keys`` or ``num_values``, or ``queries`` exceeds ``pairs``.
+    """
+    for name, v in (("n", n), ("pairs", pairs), ("queries", queries),
+                    ("num_keys", num_keys), ("num_values", num_values)):
+        check_int(name, v, minimum=1)
+    if pairs > min(num_keys, num_values) or queries > pairs:
+        raise ValueError(f"pairs must be <= num_keys and num_values, and queries <= pairs, "
+                         f"got pairs = {pairs}, queries = {queries}, num_keys = {num_keys}, "
+                         f"num_values = {num_values}")
+    g = torch.Generator().manual_seed(seed)
+    keys = torch.rand(n, num_keys, generator=g).argsort(1)[:, :pairs]  # (n, pairs)
+    values = num_keys + torch.rand(n, num_values, generator=g).argsort(1)[:, :pairs]
+    asked = torch.rand(n, pairs, generator=g).argsort(1)[:, :queries]  # pair indices
+    tokens = torch.cat((torch.stack((keys, values), 2).flatten(1),
+                        keys.gather(1, asked)), dim=1)  # (n, 2 pairs + queries)
+    targets = torch.full_like(tokens, -100)
+    targets[:, 2 * pairs:] = values.gather(1, asked)
+    return tokens, targets
+
+
+def train_recall(model: MixerLM, steps: int, max_pairs: int, lr: float = 0.01,
+                 batch: int = 32) -> list[float]:
+    """Train on lines of 1 to ``max_pairs`` pairs (a fresh number and batch each step)."""
+    def draw(step: int) -> tuple[Tensor, Tensor]:
+        pairs = 1 + step % max_pairs
+        return recall_task(batch, pairs, min(8, pairs), seed=step)
+
+    # train_lm only calls the model on tokens: any decoder with that forward will do
+    return train_lm(cast(DecoderLM, model), draw, steps=steps, lr=lr)
+
+
+@torch.no_grad()
+def recall_accuracy(model: MixerLM, pairs: int, n: int = 200, seed: int = 10**6
+                    ) -> tuple[float, Tensor]:
+    """Share of queries answered right; and the share by the asked pair's place (oldest first).
+
+    Every pair is asked once (``queries = pairs``).
+
+    Shape:
+        - second output: (pairs,)
+    """
+    tokens, targets = recall_task(n, pairs, pairs, seed=seed)
+    right = model(tokens)[:, 2 * pairs:].argmax(-1) == targets[:, 2 * pairs:]  # (n, pairs)
+    keys = tokens[:, 0:2 * pairs:2]  # (n, pairs): the keys in the order written
+    place = (tokens[:, 2 * pairs:, None] == keys[:, None, :]).double().argmax(-1)
+    by_place = torch.zeros(pairs, dtype=torch.float64).index_add_(
+        0, place.flatten(), right.double().flatten()) / n
+    return right.double().mean().item(), by_place
+
+
+def write_and_read(pairs: int, dim: int, rule: str, seed: int = 0) -> Tensor:
+    r"""Write ``pairs`` (unit key, random value) pairs into a ``dim`` x ``dim`` memory; read back.
+
+    ``rule`` is ``"sum"`` (linear attention's :math:`M \mathrel{+}= k v^\top`) or
+    ``"delta"`` (the delta rule with :math:`\beta = 1`). Keys and values are Gaussian, the
+    keys scaled to length 1. Returns, for each pair in the order written, the relative error
+    of what its key reads: :math:`\lVert M^\top k_i - v_i \rVert / \lVert v_i \rVert`.
+
+    Shape:
+        - output: (pairs,)
+
+    Raises:
+        TypeError: if a size is not an int. ValueError: if one is < 1 or ``rule`` is unknown.
+    """
+    check_int("pairs", pairs, minimum=1)
+    check_int("dim", dim, minimum=1)
+    check_choice("rule", rule, ("sum", "delta"))
+    g = torch.Generator().manual_seed(seed)
+    keys = F.normalize(torch.randn(1, 1, pairs, dim, generator=g, dtype=torch.float64), dim=-1)
+    values = torch.randn(1, 1, pairs, dim, generator=g, dtype=torch.float64)
+    if rule == "sum":
+        memory = keys[0, 0].T @ values[0, 0]  # (dim, dim): every k v^T added
+    else:
+        beta = torch.ones(1, 1, pairs, dtype=torch.float64)
+        memory = delta_rule_recurrent(keys, keys, values, beta)[1][0, 0]
+    read = keys[0, 0] @ memory  # (pairs, dim): row i = what key i reads
+    error: Tensor = (read - values[0, 0]).norm(dim=-1) / values[0, 0].norm(dim=-1)
+    return error

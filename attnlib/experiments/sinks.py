@@ -1,0 +1,146 @@
+r"""Attention sinks: a task that makes one, where the weight goes, and two cache policies.
+
+Guo et al.'s Bigram-Backcopy text {Guo et al. 2024}: a start token (BOS), then letters from a
+fixed bigram table (each letter is followed by one of 3 letters, equally likely), except that
+after a *trigger* letter (a, b or c) comes a copy of the letter before the trigger:
+
+.. math::
+
+    x_{t+1} = x_{t-1} \text{ if } x_t \in \{a, b, c\}, \qquad
+    x_{t+1} \sim \text{bigram}(x_t) \text{ otherwise}.
+
+A head that copies is needed at the triggers only; everywhere else it must add nothing, and
+a softmax head cannot attend to nothing. :func:`first_token_mass` measures how much of its
+weight goes to the first token; :func:`loss_by_position` measures what happens when a cache
+of ``window`` tokens drops that token (a rolling window) or keeps it (StreamingLLM's sinks).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import cast
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attnlib._checks import check_int, check_ndim, check_tensor
+from attnlib.blocks.gated_attention import CausalSelfAttention
+from attnlib.models.decoder_lm import DecoderLM, train_lm
+from attnlib.models.mixer_lm import MixerBlock, MixerCache, MixerLM
+
+__all__ = ["BOS", "TRIGGERS", "backcopy_targets", "backcopy_text", "first_token_mass",
+           "is_trigger", "loss_by_position", "train"]
+
+BOS = 26
+"""The start token's id, after the 26 letters."""
+
+TRIGGERS = (0, 1, 2)
+"""The ids of the trigger letters a, b and c (the letter after one copies the letter before it)."""
+
+
+def _bigram_table(seed: int = 0, successors: int = 3) -> Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    table = torch.zeros(26, 26, dtype=torch.float64)
+    for letter in range(26):
+        table[letter, torch.randperm(26, generator=generator)[:successors]] = 1 / successors
+    return table  # (26, 26), rows sum to 1
+
+
+def backcopy_text(n: int, length: int, seed: int = 0) -> Tensor:
+    """``n`` lines of Bigram-Backcopy text, each BOS and ``length - 1`` letters.
+
+    Shape:
+        - output: (n, length), long, ids in [0, 27)
+
+    Raises:
+        TypeError: if an argument is not an int. ValueError: if ``n`` < 1 or ``length`` < 2.
+    """
+    check_int("n", n, minimum=1)
+    check_int("length", length, minimum=2)
+    table, trigger = _bigram_table(), torch.zeros(27, dtype=torch.bool)
+    trigger[list(TRIGGERS)] = True
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.full((n, length), BOS)
+    others = (~trigger[:26]).nonzero().flatten()  # the first letter is no trigger
+    x[:, 1] = others[torch.randint(0, len(others), (n,), generator=generator)]
+    for t in range(1, length - 1):
+        drawn = torch.multinomial(table[x[:, t]], 1, generator=generator)[:, 0]  # (n,)
+        copied = trigger[x[:, t]] & (t > 1)
+        x[:, t + 1] = torch.where(copied, x[:, t - 1], drawn)
+    return x
+
+
+def backcopy_targets(tokens: Tensor) -> Tensor:
+    """Next-token targets: token t + 1 at t, -100 at the last position.
+
+    Shape:
+        - tokens: (B, L); output: (B, L)
+    """
+    tokens = check_tensor("tokens", tokens)
+    check_ndim("tokens", tokens, 2, "(B, L)")
+    targets = torch.full_like(tokens, -100)
+    targets[:, :-1] = tokens[:, 1:]
+    return targets
+
+
+def is_trigger(tokens: Tensor) -> Tensor:
+    """True where the token is a trigger letter. Shape: (B, L) -> (B, L) bool."""
+    return torch.isin(tokens, torch.tensor(TRIGGERS))
+
+
+def train(model: MixerLM, length: int, steps: int, lr: float = 0.01, batch: int = 16
+          ) -> list[float]:
+    """Train on fresh Bigram-Backcopy batches (seed = step) with chapter 9's ``train_lm``."""
+    def draw(step: int) -> tuple[Tensor, Tensor]:
+        tokens = backcopy_text(batch, length, seed=step)
+        return tokens, backcopy_targets(tokens)
+
+    # train_lm only calls the model on tokens: any decoder with that forward will do
+    return train_lm(cast(DecoderLM, model), draw, steps=steps, lr=lr)
+
+
+@torch.no_grad()
+def first_token_mass(model: MixerLM, tokens: Tensor, where: Tensor) -> Tensor:
+    """Mean attention weight on position 0, per layer and head, over the queries in ``where``.
+
+    Shape:
+        - tokens: (B, L); where: (B, L) bool; output: (N, H)
+    """
+    masses = []
+    x = model.embedding(tokens)
+    for block in model.blocks:
+        assert isinstance(block, MixerBlock)
+        mixer = block.mixer
+        if not isinstance(mixer, CausalSelfAttention):
+            raise TypeError(f"every mixer must be a CausalSelfAttention, got "
+                            f"{type(mixer).__name__}")
+        weights = mixer.attention_weights(block.norm1(x))  # (B, H, L, L)
+        masses.append(weights[..., 0].transpose(1, 2)[where].mean(0))  # (H,)
+        x, _ = block(x)
+    return torch.stack(masses)  # (N, H)
+
+
+@torch.no_grad()
+def loss_by_position(model: MixerLM, tokens: Tensor, window: int | None = None,
+                     sink_tokens: int = 0) -> Tensor:
+    """Next-token loss at every position when generating with a cache of ``window`` tokens.
+
+    The text is fed one token at a time. ``window=None`` keeps every token; otherwise the
+    attention layers keep the last ``window`` tokens, of which the first ``sink_tokens`` are
+    the text's first tokens (StreamingLLM) and the rest the most recent.
+
+    Shape:
+        - tokens: (B, T); output: (B, T - 1), the loss of predicting token t + 1 at t
+    """
+    streamed = copy.deepcopy(model)
+    for block in streamed.blocks:
+        assert isinstance(block, MixerBlock)
+        mixer = block.mixer
+        if isinstance(mixer, CausalSelfAttention):
+            mixer.window, mixer.sink_tokens = window, sink_tokens
+    cache, losses = MixerCache(), []
+    for t in range(tokens.shape[1] - 1):
+        logits = streamed(tokens[:, t:t + 1], cache)[:, 0]  # (B, V)
+        losses.append(F.cross_entropy(logits, tokens[:, t + 1], reduction="none"))
+    return torch.stack(losses, dim=1)  # (B, T - 1)

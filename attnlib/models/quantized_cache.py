@@ -1,0 +1,213 @@
+r"""A key/value cache stored in fewer bits: int8 or int4 per token, or 8-bit floats (FP8).
+
+The cache of :class:`~attnlib.models.decoder_lm.LMCache` holds each key and value in the
+model's own precision. Servers store it smaller and turn it back into the model's numbers
+when attention reads it:
+
+- **int8 / int4 per token**: each cached vector (one token, one key/value head, E numbers)
+  gets one scale, its largest magnitude over :math:`q_{max} = 2^{b-1} - 1`, and is stored as
+  the integers :math:`c = \mathrm{round}(x / s)`, :math:`|c| \le q_{max}`; read back as
+  :math:`\hat x = c\, s`. The error per number is at most s / 2. int4 packs two codes a byte.
+- **bfloat16**: each number cast to 16 bits (8 exponent bits, 7 mantissa bits), as served
+  models usually keep their cache; the relative error is at most :math:`2^{-8}`.
+- **FP8** (``float8_e4m3fn``: 4 exponent bits, 3 mantissa bits, largest 448): each number cast
+  to 8 bits, read back exactly as stored; the relative error is at most :math:`2^{-4}`, and
+  numbers below :math:`2^{-9}` vanish. No scale (a scale of 1, the serving engines' default).
+
+A per-token scale depends on the token alone, so quantizing again what was read back gives the
+same codes; :class:`QuantizedLMCache` therefore lets the model write its whole cache as before
+(:class:`~attnlib.models.decoder_lm.DecoderLM` is unchanged) and keeps only the codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from attnlib._checks import check_choice, check_floating, check_int, check_tensor, shape_str
+from attnlib.models.decoder_lm import LMCache
+
+__all__ = [
+    "FORMATS",
+    "QuantizedLMCache",
+    "QuantizedStore",
+    "bytes_per_vector",
+    "dequantize_per_token",
+    "quantize_per_token",
+]
+
+FORMATS = ("bf16", "fp8", "int8", "int4")
+"""The storage formats of :class:`QuantizedLMCache`."""
+
+
+def quantize_per_token(x: Tensor, bits: int = 8) -> tuple[Tensor, Tensor]:
+    r"""Symmetric per-token quantization: one scale per vector of the last dimension.
+
+    :math:`s = \max_e |x_e| / q_{max}`, :math:`c = \mathrm{round}(x / s)`,
+    :math:`q_{max} = 2^{b-1} - 1` (127 for 8 bits, 7 for 4); an all-zero vector gets s = 1.
+
+    Shape:
+        - x: (..., E), floating; output: codes (..., E) int8, scales (..., 1) float32
+
+    Raises:
+        TypeError: if ``x`` is not a floating tensor.
+        ValueError: if ``bits`` is not 4 or 8.
+    """
+    _check_quantize_args(x, bits)
+    q_max = 2 ** (bits - 1) - 1
+    largest = x.abs().amax(dim=-1, keepdim=True)  # (..., 1)
+    scale = torch.where(largest > 0, largest / q_max, torch.ones_like(largest))
+    scale = scale.float()  # stored in float32: 4 bytes per vector
+    codes = torch.round(x / scale.to(x.dtype)).clamp(-q_max, q_max)  # (..., E)
+    return codes.to(torch.int8), scale
+
+
+def _check_quantize_args(x: object, bits: object) -> None:
+    """The argument checks of :func:`quantize_per_token`."""
+    check_floating("x", check_tensor("x", x))
+    if bits not in (4, 8):
+        raise ValueError(f"bits must be 4 or 8, got {bits!r}")
+
+
+def dequantize_per_token(codes: Tensor, scale: Tensor, dtype: torch.dtype) -> Tensor:
+    """:math:`\\hat x = c\\, s` in ``dtype``.
+
+    Shape:
+        - codes: (..., E) integer; scale: (..., 1); output: (..., E)
+
+    Raises:
+        TypeError: if ``codes`` is not an integer tensor.
+        ValueError: if ``scale`` is not (..., 1) for ``codes`` (..., E).
+    """
+    codes, scale = check_tensor("codes", codes), check_tensor("scale", scale)
+    if codes.is_floating_point() or codes.is_complex() or codes.dtype == torch.bool:
+        raise TypeError(f"codes must have an integer dtype, got {codes.dtype}")
+    if scale.shape != (*codes.shape[:-1], 1):
+        raise ValueError(f"scale must have shape (..., 1) = {shape_str((*codes.shape[:-1], 1))} "
+                         f"for codes of shape {shape_str(codes.shape)}, got "
+                         f"{shape_str(scale.shape)}")
+    return codes.to(dtype) * scale.to(dtype)
+
+
+def _pack_int4(codes: Tensor) -> Tensor:
+    """Two 4-bit codes in [-7, 7] per byte (the last size must be even): (..., E / 2) uint8."""
+    nibbles = (codes + 8).to(torch.uint8)  # [1, 15]
+    return nibbles[..., 0::2] | (nibbles[..., 1::2] << 4)
+
+
+def _unpack_int4(packed: Tensor) -> Tensor:
+    low = (packed & 15).to(torch.int8) - 8
+    high = (packed >> 4).to(torch.int8) - 8
+    return torch.stack((low, high), dim=-1).flatten(-2)  # (..., E)
+
+
+@dataclass
+class _Stored:
+    """One layer's keys (or values) as stored: codes and per-token scales (None for FP8)."""
+
+    codes: Tensor
+    scale: Tensor | None
+
+    def nbytes(self) -> int:
+        scale = 0 if self.scale is None else self.scale.numel() * self.scale.element_size()
+        return self.codes.numel() * self.codes.element_size() + scale
+
+
+class QuantizedStore:
+    """The list of per-layer tensors a model reads and writes, kept in ``format``.
+
+    Writing ``store[n] = x`` (or ``store.append(x)``) quantizes x; reading ``store[n]`` gives
+    the dequantized tensor in the dtype written. This is all
+    :class:`~attnlib.models.decoder_lm.DecoderLM` does with ``cache.keys`` and
+    ``cache.values``.
+
+    Shape:
+        - each tensor: (B, H_kv, t, E); E even for int4
+    """
+
+    def __init__(self, format: str = "int8") -> None:
+        check_choice("format", format, FORMATS)
+        self.format = format
+        self._layers: list[_Stored] = []
+        self._dtype = torch.float32
+
+    def _encode(self, x: Tensor) -> _Stored:
+        x = check_tensor("x", x)
+        check_floating("x", x)
+        self._dtype = x.dtype
+        if self.format in ("bf16", "fp8"):
+            kind = torch.bfloat16 if self.format == "bf16" else torch.float8_e4m3fn
+            return _Stored(x.to(kind), None)
+        codes, scale = quantize_per_token(x, 4 if self.format == "int4" else 8)
+        if self.format == "int4":
+            if x.shape[-1] % 2:
+                raise ValueError(f"int4 packs two numbers a byte: the last size of x must be "
+                                 f"even, got {x.shape[-1]}")
+            codes = _pack_int4(codes)
+        return _Stored(codes, scale)
+
+    def _decode(self, stored: _Stored) -> Tensor:
+        if stored.scale is None:
+            return stored.codes.to(self._dtype)
+        codes = _unpack_int4(stored.codes) if self.format == "int4" else stored.codes
+        return dequantize_per_token(codes, stored.scale, self._dtype)
+
+    def __len__(self) -> int:
+        return len(self._layers)
+
+    def __getitem__(self, n: int) -> Tensor:
+        return self._decode(self._layers[n])
+
+    def __setitem__(self, n: int, x: Tensor) -> None:
+        self._layers[n] = self._encode(x)
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return (self._decode(s) for s in self._layers)
+
+    def append(self, x: Tensor) -> None:
+        self._layers.append(self._encode(x))
+
+    def nbytes(self) -> int:
+        """Bytes of the stored codes and scales."""
+        return sum(s.nbytes() for s in self._layers)
+
+
+@dataclass
+class QuantizedLMCache(LMCache):
+    """:class:`~attnlib.models.decoder_lm.LMCache` whose keys and values are stored in
+    ``format`` (``"bf16"``, ``"fp8"``, ``"int8"`` or ``"int4"``); pass it to the model as the
+    cache.
+
+    ``nbytes()`` counts what is stored (codes and scales), not the dequantized copies the
+    model computes with.
+
+    Raises:
+        ValueError: if ``format`` is not one of :data:`FORMATS`.
+    """
+
+    format: str = "int8"
+    keys: list[Tensor] = field(default_factory=list)
+    values: list[Tensor] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_choice("format", self.format, FORMATS)
+        # the model only indexes, assigns, appends and counts: a store does all four
+        self.keys = QuantizedStore(self.format)  # type: ignore[assignment]
+        self.values = QuantizedStore(self.format)  # type: ignore[assignment]
+
+    def nbytes(self) -> int:
+        """Bytes held by the stored keys and values: codes and scales."""
+        stores = (self.keys, self.values)
+        return sum(s.nbytes() for s in stores if isinstance(s, QuantizedStore))
+
+
+def bytes_per_vector(head_dim: int, format: str) -> int:
+    """Bytes one cached vector of E numbers takes in ``format`` (a float32 scale for int)."""
+    E = check_int("head_dim", head_dim, minimum=1)
+    check_choice("format", format, FORMATS)
+    if format in ("bf16", "fp8"):
+        return 2 * E if format == "bf16" else E
+    return (E if format == "int8" else -(-E // 2)) + 4

@@ -1,0 +1,119 @@
+"""The quantized key/value cache against PyTorch's fake quantization and the full cache."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnlib.experiments import lm_tasks as tasks
+from attnlib.models import quantized_cache as qc
+from attnlib.models.decoder_lm import DecoderLM, DecoderLMConfig, LMCache, generate
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+F64 = torch.float64
+
+
+def _x(*shape: int, dtype: torch.dtype = torch.float32, scale: float = 3.0) -> torch.Tensor:
+    return scale * torch.randn(*shape, generator=torch.Generator().manual_seed(0), dtype=dtype)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_per_token_codes_equal_pytorch_fake_quantization(bits: int) -> None:
+    x = _x(2, 3, 7, 16)
+    x[0, 0, 0] = 0.0  # an all-zero vector: scale 1, codes 0
+    codes, scale = qc.quantize_per_token(x, bits)
+    q_max = 2 ** (bits - 1) - 1
+    flat = x.reshape(-1, 16)
+    twin = torch.fake_quantize_per_channel_affine(
+        flat, scale.reshape(-1), torch.zeros(flat.shape[0], dtype=torch.int32), 0, -q_max, q_max)
+    ours = qc.dequantize_per_token(codes, scale, torch.float32).reshape(-1, 16)
+    torch.testing.assert_close(ours, twin, atol=1e-6, rtol=1e-5)
+    assert int(codes.abs().max()) == q_max and codes.dtype == torch.int8
+    assert bool((codes[0, 0, 0] == 0).all()) and float(scale[0, 0, 0]) == 1.0
+    # the error of each number is at most half a step
+    assert bool(((ours.reshape(x.shape) - x).abs() <= scale / 2 + 1e-6).all())
+
+
+def test_quantizing_what_was_read_back_gives_the_same_codes() -> None:
+    x = _x(4, 2, 9, 8, dtype=F64)
+    codes, scale = qc.quantize_per_token(x)
+    again, _ = qc.quantize_per_token(qc.dequantize_per_token(codes, scale, F64))
+    assert torch.equal(codes, again)
+
+
+@pytest.mark.parametrize("fmt", qc.FORMATS)
+def test_store_reads_back_what_it_keeps(fmt: str) -> None:
+    x = _x(2, 3, 5, 8, dtype=F64)
+    store = qc.QuantizedStore(fmt)
+    store.append(x)
+    read = store[0]
+    assert read.dtype == F64 and read.shape == x.shape and len(store) == 1
+    if fmt == "fp8":
+        torch.testing.assert_close(read, x.to(torch.float8_e4m3fn).to(F64), atol=0, rtol=0)
+        assert bool(((read - x).abs() <= x.abs() * 2**-4 + 2**-10).all())
+    elif fmt == "bf16":
+        torch.testing.assert_close(read, x.to(torch.bfloat16).to(F64), atol=0, rtol=0)
+        assert bool(((read - x).abs() <= x.abs() * 2**-8).all())
+    else:
+        codes, scale = qc.quantize_per_token(x, 8 if fmt == "int8" else 4)
+        torch.testing.assert_close(read, qc.dequantize_per_token(codes, scale, F64),
+                                   atol=0, rtol=0)
+    vectors = 2 * 3 * 5
+    assert store.nbytes() == vectors * qc.bytes_per_vector(8, fmt)
+    store[0] = x[:, :, :2]
+    assert store[0].shape == (2, 3, 2, 8)
+
+
+def _lm() -> DecoderLM:
+    torch.manual_seed(0)
+    config = DecoderLMConfig(vocab_size=26, num_kv_heads=2, max_len=64)
+    return DecoderLM(config, dtype=F64).eval()
+
+
+@pytest.mark.parametrize("fmt", qc.FORMATS)
+def test_model_decodes_through_the_quantized_cache(fmt: str) -> None:
+    model = _lm()
+    tokens = tasks.echo_text(2, 12, 4, seed=1)
+    full, quantized = LMCache(), qc.QuantizedLMCache(format=fmt)
+    with torch.no_grad():
+        a = torch.cat([model(tokens[:, i:i + 1], full) for i in range(12)], 1)
+        b = torch.cat([model(tokens[:, i:i + 1], quantized) for i in range(12)], 1)
+    # close, not equal: the past is read back rounded
+    assert 0 < float((a - b).abs().max()) < (0.5 if fmt == "int4" else 0.1)
+    per_vector = qc.bytes_per_vector(model.config.head_dim, fmt)
+    assert quantized.nbytes() == 2 * 2 * 2 * 2 * 12 * per_vector  # K, V x N x B x H_kv x t
+    assert quantized.nbytes() < full.nbytes()
+    assert quantized.length == 12
+
+
+def test_eight_bit_cache_keeps_the_greedy_text_of_a_random_model() -> None:
+    model = _lm()
+    prompt = tasks.echo_text(2, 6, 3, seed=2)
+    reference = generate(model, prompt, 10)
+    cache = qc.QuantizedLMCache(format="int8")
+    tokens, new = prompt, prompt
+    with torch.no_grad():
+        for _ in range(10):
+            new = model(new, cache)[:, -1].argmax(-1, keepdim=True)
+            tokens = torch.cat((tokens, new), 1)
+    assert torch.equal(tokens, reference)
+
+
+BAD = [
+    (lambda: qc.quantize_per_token(torch.ones(2, 3, dtype=torch.long)),
+     ["x", "floating-point", "torch.int64"]),
+    (lambda: qc.quantize_per_token(torch.ones(2, 3), bits=3), ["bits", "4 or 8", "3"]),
+    (lambda: qc.QuantizedLMCache(format="int2"), ["format", "'int2'", "'fp8'"]),
+    (lambda: qc.QuantizedStore("int4").append(torch.ones(1, 1, 2, 5)),
+     ["last size", "even", "5"]),
+    (lambda: qc.bytes_per_vector(0, "int8"), ["head_dim", "0", ">= 1"]),
+]
+
+
+@pytest.mark.parametrize(("call", "fragments"), BAD)
+def test_bad_input_names_argument_got_and_expected(call, fragments) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises((ValueError, TypeError)) as info:
+        call()
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
