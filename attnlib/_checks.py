@@ -315,6 +315,21 @@ def check_token_ids(name: str, tokens: object, num_symbols: int, ndim: int = 2,
     return t
 
 
+def check_positions(name: str, value: object, expected: str = "(L,)",
+                    device: torch.device | None = None, other: str = "the model") -> Tensor:
+    """Raise unless ``value`` is a 1-D integer tensor (``expected``) of positions >= 0, on
+    ``device`` (where ``other`` lives) if given."""
+    t = check_tensor(name, value)
+    check_ndim(name, t, 1, expected)
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise TypeError(f"{name} must be integer positions, got dtype {t.dtype}")
+    if device is not None:
+        check_device(name, t, device, other)
+    if t.device.type != "meta" and bool((t < 0).any()):
+        raise ValueError(f"{name} must be positions >= 0, got {int(t.min())}")
+    return t
+
+
 def check_mask(
     name: str,
     mask: object,

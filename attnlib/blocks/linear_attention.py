@@ -193,6 +193,9 @@ def linear_attention_recurrent(query: Tensor, key: Tensor, value: Tensor) -> Ten
 
     Shape:
         - query, key: (B, H, n, E); value: (B, H, n, Ev); output: (B, H, n, Ev)
+
+    Raises:
+        as :func:`linear_attention` with ``is_causal=True``.
     """
     check_qkv(query, key, value, layout="heads", is_causal=True, causal_needs_l_eq_s=True)
     if query.dtype in LOW_PRECISION:
@@ -201,6 +204,8 @@ def linear_attention_recurrent(query: Tensor, key: Tensor, value: Tensor) -> Ten
     B, H, n, E = q.shape
     state = q.new_zeros(B, H, E, value.shape[-1])  # S: (B, H, E, Ev)
     normaliser = q.new_zeros(B, H, E)  # z: (B, H, E)
+    if n == 0:
+        return value.new_zeros(B, H, 0, value.shape[-1])
     outputs = []
     for i in range(n):
         state = state + k[:, :, i, :, None] * value[:, :, i, None, :]  # + phi(k_i) v_i^T

@@ -72,7 +72,11 @@ def _frequencies(d_model: int, base: float, device: torch.device | str | None = 
 
     Shape:
         - output: (d_model / 2,)
+
+    Raises:
+        TypeError, ValueError: unless ``base`` is a finite number > 0.
     """
+    check_positive("base", base)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)  # (d/2,)
     return base ** (-two_i / d_model)
 

@@ -114,9 +114,11 @@ def varied_echo(
     Raises:
         TypeError: if an argument is not an int.
         ValueError: if ``n`` or ``length`` < 1, ``min_period`` < 1, ``max_period`` <
-            ``min_period``, or ``vocab_size`` < ``max_period`` (a word's tokens are distinct).
+            ``min_period``, ``vocab_size`` < ``max_period`` (a word's tokens are distinct), or
+            ``seed`` < 0.
     """
     check_int("n", n, minimum=1)
+    check_int("seed", seed, minimum=0)
     check_int("length", length, minimum=1)
     check_int("min_period", min_period, minimum=1)
     check_int("max_period", max_period, minimum=min_period)

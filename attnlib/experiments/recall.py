@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnlib._checks import check_choice, check_int
+from attnlib._checks import check_choice, check_instance, check_int
 from attnlib.blocks.delta_rule import delta_rule_recurrent
 from attnlib.models.decoder_lm import DecoderLM, train_lm
 from attnlib.models.mixer_lm import MixerLM
@@ -35,12 +35,13 @@ def recall_task(n: int, pairs: int, queries: int = 8, num_keys: int = 64,
         - output: tokens (n, 2 pairs + queries); targets the same, -100 except at queries
 
     Raises:
-        TypeError: if an argument is not an int. ValueError: if a size is < 1, or
+        TypeError: if an argument is not an int. ValueError: if a size is < 1, ``seed`` < 0,
             ``pairs`` exceeds ``num_keys`` or ``num_values``, or ``queries`` exceeds ``pairs``.
     """
     for name, v in (("n", n), ("pairs", pairs), ("queries", queries),
                     ("num_keys", num_keys), ("num_values", num_values)):
         check_int(name, v, minimum=1)
+    check_int("seed", seed, minimum=0)
     if pairs > min(num_keys, num_values) or queries > pairs:
         raise ValueError(f"pairs must be <= num_keys and num_values, and queries <= pairs, "
                          f"got pairs = {pairs}, queries = {queries}, num_keys = {num_keys}, "
@@ -58,7 +59,16 @@ def recall_task(n: int, pairs: int, queries: int = 8, num_keys: int = 64,
 
 def train_recall(model: MixerLM, steps: int, max_pairs: int, lr: float = 0.01,
                  batch: int = 32) -> list[float]:
-    """Train on lines of 1 to ``max_pairs`` pairs (a fresh number and batch each step)."""
+    """Train on lines of 1 to ``max_pairs`` pairs (a fresh number and batch each step).
+
+    Raises:
+        TypeError: if ``model`` is not a :class:`~attnlib.models.mixer_lm.MixerLM` or a size
+            not an int. ValueError: if ``max_pairs`` is not in [1, 64] (the keys of
+            :func:`recall_task`) or ``batch`` < 1; as ``train_lm`` for ``steps`` and ``lr``.
+    """
+    check_instance("model", model, MixerLM, "a MixerLM")
+    check_int("max_pairs", max_pairs, minimum=1, maximum=64)
+    check_int("batch", batch, minimum=1)
     def draw(step: int) -> tuple[Tensor, Tensor]:
         pairs = 1 + step % max_pairs
         return recall_task(batch, pairs, min(8, pairs), seed=step)
@@ -76,7 +86,12 @@ def recall_accuracy(model: MixerLM, pairs: int, n: int = 200, seed: int = 10**6
 
     Shape:
         - second output: (pairs,)
+
+    Raises:
+        TypeError: if ``model`` is not a :class:`~attnlib.models.mixer_lm.MixerLM`; as
+            :func:`recall_task` for the others.
     """
+    check_instance("model", model, MixerLM, "a MixerLM")
     tokens, targets = recall_task(n, pairs, pairs, seed=seed)
     right = model(tokens)[:, 2 * pairs:].argmax(-1) == targets[:, 2 * pairs:]  # (n, pairs)
     keys = tokens[:, 0:2 * pairs:2]  # (n, pairs): the keys in the order written
@@ -98,9 +113,11 @@ def write_and_read(pairs: int, dim: int, rule: str, seed: int = 0) -> Tensor:
         - output: (pairs,)
 
     Raises:
-        TypeError: if a size is not an int. ValueError: if one is < 1 or ``rule`` is unknown.
+        TypeError: if a size is not an int. ValueError: if one is < 1, ``seed`` < 0 or
+            ``rule`` is unknown.
     """
     check_int("pairs", pairs, minimum=1)
+    check_int("seed", seed, minimum=0)
     check_int("dim", dim, minimum=1)
     check_choice("rule", rule, ("sum", "delta"))
     g = torch.Generator().manual_seed(seed)

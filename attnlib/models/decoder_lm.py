@@ -54,6 +54,7 @@ from attnlib.blocks.alibi import alibi_bias, alibi_slopes
 from attnlib.blocks.gqa import GroupedQueryAttention, gqa_parameter_count, mean_pool_kv
 from attnlib.blocks.linear_attention import LinearSelfAttention
 from attnlib.blocks.positional import RotaryPositionalEmbedding
+from attnlib.models.mixer_lm import MixerLM
 from attnlib.models.transformer.layers import FeedForward
 
 __all__ = [
@@ -141,6 +142,11 @@ class LMCache:
     values: list[Tensor] = field(default_factory=list)
     length: int = 0
     window: int | None = None
+
+    def __post_init__(self) -> None:
+        check_int("length", self.length, minimum=0)
+        if self.window is not None:
+            check_int("window", self.window, minimum=1)
 
     def nbytes(self) -> int:
         """Bytes held by the cached tensors."""
@@ -375,9 +381,11 @@ def train_lm(
         The training loss of every step.
 
     Raises:
-        ValueError: if ``steps`` < 1 or ``lr`` <= 0.
+        ValueError: if ``steps`` < 1 or ``lr`` <= 0. TypeError: if ``model`` is not a
+            :class:`DecoderLM` or :class:`~attnlib.models.mixer_lm.MixerLM`.
     """
-    check_instance("model", model, DecoderLM, "a DecoderLM")
+    check_instance("model", model, (DecoderLM, MixerLM), "a language model (a DecoderLM or "
+                   "a MixerLM)")
     if not callable(batch):
         raise TypeError(f"batch must be callable, batch(step) -> (tokens, targets), got "
                         f"{type(batch).__name__}")

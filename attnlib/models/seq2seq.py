@@ -188,7 +188,8 @@ class Encoder(nn.Module):
     def __init__(self, vocab_size: int, embed_dim: int, hidden_size: int,
                  pad_id: int = 0):
         super().__init__()
-        _check_sizes(vocab_size, pad_id, embed_dim=embed_dim, hidden_size=hidden_size)
+        _check_sizes(vocab_size, pad_id, embed_dim=embed_dim,
+                     hidden_size=hidden_size)
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
         self.rnn = nn.GRU(embed_dim, hidden_size, batch_first=True,
                           bidirectional=True)

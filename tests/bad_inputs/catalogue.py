@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from . import entries_blocks, entries_models, entries_rest  # noqa: F401  (they register entries)
+from . import entries_blocks, entries_lm, entries_models, entries_rest  # noqa: F401  (register)
 from .harness import REGISTRY, Entry, Outcome, outcomes
 
 ENTRIES: list[Entry] = REGISTRY

@@ -16,6 +16,7 @@ from .harness import (
     Flag,
     Func,
     I,
+    Ids,
     Lengths,
     M,
     Obj,
@@ -529,6 +530,10 @@ entry("check_probability")(lambda: _check("check_probability", value=Prob(0.1)))
 entry("check_sequence")(lambda: _check("check_sequence", x=X("B L D"), d_model=Count(8)))
 entry("check_token_ids")(lambda: _check("check_token_ids", tokens=I("B L", 12),
                                         num_symbols=Count(12)))
+entry("check_positions")(lambda: _check("check_positions", value=Ids(torch.arange(4), "L", None),
+                                        expected=Text("(L,)"),
+                                        device=Plain(torch.device("cpu")),
+                                        other=Text("the model")))
 
 
 @entry("positive_int_from_env")

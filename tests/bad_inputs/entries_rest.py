@@ -16,7 +16,6 @@ from .harness import (
     Call,
     Choice,
     Count,
-    DType,
     Flag,
     Func,
     I,
@@ -568,52 +567,6 @@ def _() -> Call:
         "model": Obj(lambda: _lookback(), fresh=True), "length": Count(6), "shift": Count(3),
         "steps": Count(2), "batch_size": Count(4), "lr": Positive(0.01), "seed": Count(0, 0)},
         module=True)
-
-
-@entry("AlibiLookbackModel")
-def _() -> Call:
-    def fn(config, causal, tokens, need_weights):  # type: ignore[no-untyped-def]
-        return api("AlibiLookbackModel")(config, causal=causal).eval()(tokens, need_weights)
-
-    return Call(fn, {"config": Obj(_lookback_config(encoding="none")), "causal": Flag(True),
-                     "tokens": I("B 6", 16), "need_weights": Flag(False)}, module=True)
-
-
-@entry("ScaledRotaryEmbedding")
-def _() -> Call:
-    def fn(head_dim, base, interpolation, x, positions, offset):  # type: ignore[no-untyped-def]
-        return api("ScaledRotaryEmbedding")(head_dim, base, interpolation)(x, positions, offset)
-
-    return Call(fn, {"head_dim": Count(4), "base": Positive(10000.0),
-                     "interpolation": Positive(2.0), "x": X("B H L E"), "positions": Plain(None),
-                     "offset": Count(0, 0, cost=True, huge=10**6)})
-
-
-@entry("alibi_bias")
-def _() -> Call:
-    slopes = X("H")
-    slopes.value = slopes.value.abs()
-    return Call(api("alibi_bias"), {"L": Count(3), "slopes": slopes, "causal": Flag(True),
-                                    "dtype": DType(torch.float32)}, allow_inf=True)
-
-
-@entry("alibi_slopes")
-def _() -> Call:
-    return Call(api("alibi_slopes"), {"num_heads": Count(4)})
-
-
-@entry("ntk_base")
-def _() -> Call:
-    return Call(api("ntk_base"), {"base": Positive(10000.0), "scale": Positive(2.0),
-                                  "head_dim": Count(4)})
-
-
-@entry("rescale_rope")
-def _() -> Call:
-    return Call(api("rescale_rope"), {"model": Obj(lambda: _lookback(encoding="rope"),
-                                                   fresh=True),
-                                      "method": Choice("pi"), "scale": Positive(2.0)},
-                module=True)
 
 
 # --- cache memory -------------------------------------------------------------------------------

@@ -303,19 +303,20 @@ class Mask(Arg):
 
 @dataclass
 class Ids(Arg):
-    """An integer tensor of token ids in [0, ``vocab``)."""
+    """An integer tensor of token ids in [0, ``vocab``) (``signed``: in (-vocab, vocab))."""
 
     value: Tensor
     dims: str
     vocab: int | None  # None: no upper bound (positions)
     optional: bool = False
     list_ok: bool = False  # a list of ints is accepted as well
+    signed: bool = False  # negative ids are right too (quantization codes)
 
     def mutations(self, name: str, call: Call) -> list[Mutation]:
         t = self.value
         high, low = t.clone(), t.clone()
         low.view(-1)[-1] = -1
-        muts = [_r("id-minus-1", name, low)]
+        muts = [] if self.signed else [_r("id-minus-1", name, low)]
         if self.vocab is not None:
             high.view(-1)[-1] = self.vocab
             muts.append(_r(f"id-{self.vocab}", name, high))

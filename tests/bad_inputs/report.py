@@ -39,7 +39,12 @@ def main() -> None:
         if entry.exempt or (args.entry and entry.name not in args.entry):
             continue
         t0 = time.perf_counter()
-        for mid, outcome in run_entry(entry):
+        try:
+            results = list(run_entry(entry))
+        except Exception as error:  # an entry whose valid call cannot be built
+            lines.append(f"unbuilt   {entry.name} :: {type(error).__name__}: {error}")
+            continue
+        for mid, outcome in results:
             tally["NaN sweep" if mid.startswith("sweep:") else "mutations"][outcome.kind] += 1
             if args.known and outcome.kind in FAILURES:
                 lines.append(f"{entry.name} :: {mid} :: {outcome.kind}")

@@ -192,7 +192,8 @@ def _dtypes() -> None:
         "scores": [lambda: api("softmax_with_temperature")(xi, 1.0),
                    lambda: api("softmax_with_temperature")(xi > 0, 1.0)],
         "dtype": [lambda: api("sinusoidal_encoding")(4, 8, dtype=torch.int64),
-                  lambda: api("alibi_bias")(3, torch.ones(2), dtype=torch.int64)],
+                  lambda: api("alibi_bias")(torch.arange(3), torch.arange(3), torch.ones(2),
+                                            dtype=torch.int64)],
     }
     for name, group in calls.items():
         for call in group:
