@@ -91,8 +91,8 @@ def test_bad_arguments(corpus: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         train_runs([], *args)
     with pytest.raises(TypeError, match=r"runs\[0\] must be a Run, got dict"):
         train_runs([{}], *args)  # type: ignore[list-item]
-    with pytest.raises(TypeError, match=r"runs\[0\]\.config must be a Seq2SeqConfig"):
-        train_runs([Run("x", {}, 0)], *args)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"config must be a Seq2SeqConfig or a TransformerConfig"):
+        Run("x", {}, 0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
         train_runs(make_runs(corpus), *args, workers=0)
     monkeypatch.setenv("ATTNLIB_WORKERS", "three")

@@ -32,32 +32,44 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attnlib._checks import check_floating, check_int, check_ndim, check_tensor, shape_str
+from attnlib._checks import (
+    check_flag,
+    check_input,
+    check_instance,
+    check_int,
+    check_mask,
+    check_qkv,
+    shape_str,
+)
+from attnlib.blocks.masking import _masked_softmax
 from attnlib.blocks.positional import RotaryPositionalEmbedding
 
 __all__ = ["CausalSelfAttention", "KVState", "attention_with_sink", "gated_attention"]
 
 
-def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        check_tensor(name, t)
-        check_floating(name, t)
-        check_ndim(name, t, 4, "(B, H, L, E)" if name == "query" else "(B, H, S, E)")
-    if key.shape[:2] != query.shape[:2] or key.shape[-1] != query.shape[-1]:
-        raise ValueError(f"key must have shape (B, H, S, E) = "
-                         f"{shape_str((*query.shape[:2], 'S', query.shape[-1]))} for query of "
-                         f"shape {shape_str(query.shape)}, got {shape_str(key.shape)}")
-    if value.shape[:3] != key.shape[:3]:
-        raise ValueError(f"value must have shape (B, H, S, Ev) = "
-                         f"{shape_str((*key.shape[:3], 'Ev'))}, got {shape_str(value.shape)}")
+def _check_args(query: Tensor, key: Tensor, value: Tensor, name: str, logits: Tensor,
+                attn_mask: Tensor | None) -> None:
+    """The shared query/key/value check, then ``logits`` (query's dtype and device; (H,) for
+    the sink, (B, H, L, Ev) for the gate) and a bool ``attn_mask`` that broadcasts to the
+    scores (B, H, L, S)."""
+    check_qkv(query, key, value, layout="heads")
+    check_input(name, logits, query, other="query")
+    if name == "sink_logits":
+        expected, shape = f"(H,) = ({query.shape[1]},), one per head", (query.shape[1],)
+    else:
+        shape = (*query.shape[:3], value.shape[-1])
+        expected = f"(B, H, L, Ev) = {shape_str(shape)}"
+    if logits.shape != shape:
+        raise ValueError(f"{name} must have shape {expected}, got {shape_str(logits.shape)}")
+    if attn_mask is not None:
+        scores = (*query.shape[:3], key.shape[2])
+        check_mask("attn_mask", attn_mask, scores, expected="(B, H, L, S)",
+                   device=query.device, bool_only=True)
 
 
 def _scores(query: Tensor, key: Tensor, attn_mask: Tensor | None) -> Tensor:
     scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (B, H, L, S)
     if attn_mask is not None:
-        if attn_mask.dtype != torch.bool:
-            raise TypeError(f"attn_mask must be a bool tensor (True = may attend), got "
-                            f"{attn_mask.dtype}")
         scores = scores.masked_fill(~attn_mask, -math.inf)
     return scores
 
@@ -82,15 +94,12 @@ def attention_with_sink(
         - output: (B, H, L, Ev), and the weights on the real keys (B, H, L, S)
 
     Raises:
-        ValueError: if the shapes do not fit. TypeError: for non-floating inputs or a
-            non-bool mask.
+        ValueError: if the shapes do not fit (E = 0 included), or a tensor is on another
+            device than ``query``. TypeError: for non-floating inputs, dtypes other than
+            ``query``'s, or a non-bool mask.
     """
-    _check_qkv(query, key, value)
-    check_tensor("sink_logits", sink_logits)
+    _check_args(query, key, value, "sink_logits", sink_logits, attn_mask)
     H = query.shape[1]
-    if sink_logits.shape != (H,):
-        raise ValueError(f"sink_logits must have shape (H,) = ({H},), one per head, got "
-                         f"{shape_str(sink_logits.shape)}")
     scores = _scores(query, key, attn_mask)  # (B, H, L, S)
     sink = sink_logits.view(1, H, 1, 1).expand(*scores.shape[:3], 1)  # (B, H, L, 1)
     weights = torch.cat((scores, sink), dim=-1).softmax(dim=-1)[..., :-1]  # (B, H, L, S)
@@ -109,17 +118,16 @@ def gated_attention(
     Shape:
         - query: (B, H, L, E); key: (B, H, S, E); value: (B, H, S, Ev)
         - gate_logits: (B, H, L, Ev); output: (B, H, L, Ev)
+        - attn_mask: bool, broadcastable to (B, H, L, S), True = may attend; a query that
+          may attend to no key gets zero weights and a zero output
 
     Raises:
-        ValueError: if the shapes do not fit.
+        ValueError: if the shapes do not fit (E = 0 included), or a tensor is on another
+            device than ``query``. TypeError: for non-floating inputs, dtypes other than
+            ``query``'s, or a non-bool mask.
     """
-    _check_qkv(query, key, value)
-    check_tensor("gate_logits", gate_logits)
-    expected = (*query.shape[:3], value.shape[-1])
-    if gate_logits.shape != expected:
-        raise ValueError(f"gate_logits must have shape (B, H, L, Ev) = {shape_str(expected)}, "
-                         f"got {shape_str(gate_logits.shape)}")
-    weights = _scores(query, key, attn_mask).softmax(dim=-1)  # (B, H, L, S)
+    _check_args(query, key, value, "gate_logits", gate_logits, attn_mask)
+    weights = _masked_softmax(_scores(query, key, None), attn_mask)  # (B, H, L, S)
     return (weights @ value) * torch.sigmoid(gate_logits)  # (B, H, L, Ev)
 
 
@@ -162,7 +170,10 @@ class CausalSelfAttention(nn.Module):
 
     Raises:
         ValueError: if the heads do not divide, E is odd, or ``sink_tokens`` is not below
-            ``window``; in ``forward``, if ``x`` is not (B, L, D).
+            ``window``; in ``forward``, if ``x`` is not (B, L, D) or ``state`` is not a cache
+            this layer could have returned for ``x``'s batch.
+        TypeError: non-bool ``gate`` or ``learned_sink``; in ``forward``, ``x`` of another
+            dtype than the parameters', or a ``state`` that is not a :class:`KVState`.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, num_kv_heads: int | None = None, *,
@@ -185,6 +196,8 @@ class CausalSelfAttention(nn.Module):
             check_int("window", window, minimum=1)
         check_int("sink_tokens", sink_tokens, minimum=0)
         check_int("conv_size", conv_size, minimum=0)
+        check_flag("gate", gate)
+        check_flag("learned_sink", learned_sink)
         if sink_tokens and (window is None or sink_tokens >= window):
             raise ValueError(f"sink_tokens must be below window (the sinks are part of it), "
                              f"got sink_tokens = {sink_tokens} and window = {window}")
@@ -219,11 +232,12 @@ class CausalSelfAttention(nn.Module):
 
     def _attend(self, x: Tensor, state: KVState | None
                 ) -> tuple[Tensor, Tensor, KVState]:
-        x = check_tensor("x", x)
-        check_ndim("x", x, 3, "(B, L, D)")
+        x = check_input("x", x, self.q_proj.weight, 3, "(B, L, D)")
         if x.shape[-1] != self.embed_dim:
             raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
                              f"{self.embed_dim}, got shape {shape_str(x.shape)}")
+        if state is not None:
+            self._check_state(state, x)
         B, L, _ = x.shape
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         tail = None
@@ -262,6 +276,23 @@ class CausalSelfAttention(nn.Module):
             keep = torch.cat((torch.arange(s), torch.arange(S - recent, S))).to(x.device)
             k, v = k.index_select(2, keep), v.index_select(2, keep)
         return out, weights, KVState(k, v, seen + L, tail)
+
+    def _check_state(self, state: KVState, x: Tensor) -> None:
+        """A cache this layer could have returned for a batch of ``x``'s size."""
+        check_instance("state", state, KVState, "a KVState (from this layer) or None")
+        shape = (x.shape[0], self.num_kv_heads)
+        for name, t in (("state.keys", state.keys), ("state.values", state.values)):
+            check_input(name, t, x, 4, "(B, H_kv, S, E)", other="x")
+            if tuple(t.shape[:2]) != shape or t.shape[3] != self.head_dim:
+                raise ValueError(f"{name} must have shape (B, H_kv, S, E) = "
+                                 f"{shape_str((*shape, 'S', self.head_dim))} for x of shape "
+                                 f"{shape_str(x.shape)}, got {shape_str(t.shape)}")
+        check_int("state.seen", state.seen, minimum=0)
+        S = state.keys.shape[2]
+        full = state.seen if self.window is None else min(state.seen, self.window)
+        if state.values.shape[2] != S or S != full:
+            raise ValueError(f"state holds {S} keys and {state.values.shape[2]} values after "
+                             f"{state.seen} tokens; this layer keeps {full}")
 
     def _heads(self, x: Tensor, q: Tensor, k: Tensor, v: Tensor, mask: Tensor
                ) -> tuple[Tensor, Tensor]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlib._checks import positive_int_from_env
+from attnlib._checks import check_int, positive_int_from_env
 
 DEFAULT_NUM_THREADS = 2
 
@@ -40,10 +40,10 @@ def reproducible(seed: int = 0, num_threads: int | None = None) -> int:
     Raises:
         ValueError: if ``num_threads`` (or ``ATTNLIB_NUM_THREADS``) is not a positive integer.
     """
+    check_int("seed", seed, minimum=0, maximum=2**32 - 1)  # NumPy's seeds
     if num_threads is None:
         num_threads = positive_int_from_env("ATTNLIB_NUM_THREADS", DEFAULT_NUM_THREADS)
-    if num_threads < 1:
-        raise ValueError(f"num_threads must be a positive integer, got {num_threads}")
+    check_int("num_threads", num_threads, minimum=1)
     random.seed(seed)
     # Readers' cells may use NumPy's global generator, so it is seeded too.
     np.random.seed(seed)  # noqa: NPY002
@@ -105,6 +105,9 @@ def fix_cpu_kernels(cpuinfo: str = "/proc/cpuinfo") -> str:
         RuntimeError: if PyTorch or MKL has already chosen another code path (a tensor was
             computed before the call): restart the process and call this first.
     """
+    if not isinstance(cpuinfo, str | os.PathLike):
+        raise TypeError(f"cpuinfo must be a path (str or os.PathLike), got "
+                        f"{type(cpuinfo).__name__}")
     flags = set(open(cpuinfo).read().split()) if os.path.exists(cpuinfo) else set()
     vector = {"avx2", "fma"} <= flags
     wanted, wanted_mkl = ("avx2", "AVX2") if vector else ("default", "COMPATIBLE")

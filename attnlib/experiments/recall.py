@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_choice, check_int, check_positive
+from attnlib._checks import check_choice, check_instance, check_int, check_positive
 from attnlib.blocks.delta_rule import DeltaNet, delta_rule_recurrent
 from attnlib.blocks.gated_attention import CausalSelfAttention
 from attnlib.models.mixer_lm import MixerLM
@@ -72,7 +72,9 @@ def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 
         ValueError: if ``kind`` is unknown or a size is < 1.
     """
     check_choice("kind", kind, ("softmax", "linear", "delta", "hybrid"))
-    check_int("conv_size", conv_size, minimum=1)
+    for name, v in (("dim", dim), ("num_heads", num_heads), ("conv_size", conv_size)):
+        check_int(name, v, minimum=1)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
 
     def layer(k: str) -> nn.Module:
@@ -96,10 +98,15 @@ def train_recall(model: MixerLM, steps: int = 500, max_pairs: int = 64, lr: floa
         The training loss of every step.
 
     Raises:
-        ValueError: if a size is < 1 or ``lr`` <= 0.
+        TypeError: if ``model`` is not a :class:`~attnlib.models.mixer_lm.MixerLM` or a size
+            not an int. ValueError: if a size is < 1, ``max_pairs`` > 64 (the keys of
+            :func:`recall_task`) or ``lr`` <= 0.
     """
-    for name, v in (("steps", steps), ("max_pairs", max_pairs), ("batch", batch)):
-        check_int(name, v, minimum=1)
+    check_instance("model", model, MixerLM, "a MixerLM")
+    check_int("steps", steps, minimum=1)
+    check_int("max_pairs", max_pairs, minimum=1, maximum=64)  # recall_task's 64 keys
+    check_int("batch", batch, minimum=1)
+    check_int("seed", seed, minimum=0)
     check_positive("lr", lr)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps,

@@ -28,13 +28,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnlib._checks import check_int, positive_int_from_env
+from attnlib._checks import check_instance, check_int, positive_int_from_env
 from attnlib.book.progress import progress
 from attnlib.data import TokenPair, Vocab
 from attnlib.models.seq2seq import Seq2Seq, Seq2SeqConfig
 from attnlib.models.seq2seq import greedy_decode as seq2seq_greedy_decode
 from attnlib.models.transformer.config import TransformerConfig
 from attnlib.models.transformer.model import Transformer
+from attnlib.train._arguments import check_pairs, check_vocabs
 from attnlib.train.decoding import greedy_decode as transformer_greedy_decode
 from attnlib.train.seq2seq_loop import History, train_seq2seq
 from attnlib.train.transformer_loop import train_transformer
@@ -59,6 +60,13 @@ class Run:
     config: Seq2SeqConfig | TransformerConfig
     init_seed: int
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_instance("name", self.name, str, "a str")
+        check_instance("config", self.config, (Seq2SeqConfig, TransformerConfig),
+                       "a Seq2SeqConfig or a TransformerConfig")
+        check_int("init_seed", self.init_seed, minimum=0)
+        check_instance("options", self.options, Mapping, "a mapping of keyword arguments")
 
     def build(self) -> nn.Module:
         """The model with its initial weights."""
@@ -160,6 +168,8 @@ def train_runs(
         TypeError: if a run is not a :class:`Run` or its config is of another type.
         ValueError: if ``runs`` is empty or ``workers`` is not an int >= 1.
     """
+    if isinstance(runs, str) or not isinstance(runs, Sequence):
+        raise TypeError(f"runs must be a sequence of Run, got {type(runs).__name__}")
     if not runs:
         raise ValueError("runs must hold at least one Run, got none")
     for i, run in enumerate(runs):
@@ -170,6 +180,11 @@ def train_runs(
                             f"got {type(run.config).__name__}")
     workers = default_workers() if workers is None else workers
     check_int("workers", workers, minimum=1)
+    check_pairs("pairs", pairs)
+    check_vocabs(src_vocab, tgt_vocab)
+    if isinstance(sources, str) or not isinstance(sources, Sequence):
+        raise TypeError(f"sources must be a sequence of token sequences, got "
+                        f"{type(sources).__name__}")
     shared = _Shared(tuple(_Tokens(tuple(p.src), tuple(p.tgt)) for p in pairs), src_vocab,
                      tgt_vocab, tuple(tuple(s) for s in sources), torch.get_num_threads())
     outputs: dict[int, tuple[dict[str, torch.Tensor], History, list[Translation]]] = {}
