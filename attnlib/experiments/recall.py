@@ -37,12 +37,13 @@ def recall_task(n: int, pairs: int, queries: int = 8, num_keys: int = 64,
         - output: tokens (n, 2 pairs + queries); targets the same, -100 except at queries
 
     Raises:
-        TypeError: if an argument is not an int. ValueError: if a size is < 1, or
+        TypeError: if an argument is not an int. ValueError: if a size is < 1, ``seed`` < 0,
             ``pairs`` exceeds ``num_keys`` or ``num_values``, or ``queries`` exceeds ``pairs``.
     """
     for name, v in (("n", n), ("pairs", pairs), ("queries", queries),
                     ("num_keys", num_keys), ("num_values", num_values)):
         check_int(name, v, minimum=1)
+    check_int("seed", seed, minimum=0)
     if pairs > min(num_keys, num_values) or queries > pairs:
         raise ValueError(f"pairs must be <= num_keys and num_values, and queries <= pairs, "
                          f"got pairs = {pairs}, queries = {queries}, num_keys = {num_keys}, "
@@ -138,7 +139,12 @@ def recall_accuracy(model: MixerLM, pairs: int, n: int = 200, seed: int = 10**6
 
     Shape:
         - second output: (pairs,)
+
+    Raises:
+        TypeError: if ``model`` is not a :class:`~attnlib.models.mixer_lm.MixerLM`; as
+            :func:`recall_task` for the others.
     """
+    check_instance("model", model, MixerLM, "a MixerLM")
     tokens, targets = recall_task(n, pairs, pairs, seed=seed)
     right = model(tokens)[:, 2 * pairs:].argmax(-1) == targets[:, 2 * pairs:]  # (n, pairs)
     keys = tokens[:, 0:2 * pairs:2]  # (n, pairs): the keys in the order written
@@ -160,9 +166,11 @@ def write_and_read(pairs: int, dim: int, rule: str, seed: int = 0) -> Tensor:
         - output: (pairs,)
 
     Raises:
-        TypeError: if a size is not an int. ValueError: if one is < 1 or ``rule`` is unknown.
+        TypeError: if a size is not an int. ValueError: if one is < 1, ``seed`` < 0 or
+            ``rule`` is unknown.
     """
     check_int("pairs", pairs, minimum=1)
+    check_int("seed", seed, minimum=0)
     check_int("dim", dim, minimum=1)
     check_choice("rule", rule, ("sum", "delta"))
     g = torch.Generator().manual_seed(seed)

@@ -615,11 +615,19 @@ def _() -> Call:
                                          "n": Count(2), "seed": Count(0, 0)}, module=True)
 
 
+@entry("recall_model")
+def _() -> Call:
+    return Call(api("recall_model"), {"kind": Choice("hybrid"), "dim": Count(8),
+                                      "num_heads": Count(2), "conv_size": Count(2),
+                                      "seed": Count(0, 0)}, module=True)
+
+
 @entry("train_recall")
 def _() -> Call:
     return Call(api("train_recall"), {"model": Obj(_recall_model, fresh=True),
-                                      "steps": Count(2), "max_pairs": Count(3),
-                                      "lr": Positive(0.01), "batch": Count(2)}, module=True)
+                                      "steps": Count(2), "max_pairs": Count(3, maximum=64),
+                                      "lr": Positive(0.01), "batch": Count(2),
+                                      "seed": Count(0, 0)}, module=True)
 
 
 @entry("write_and_read")
