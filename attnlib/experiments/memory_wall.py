@@ -144,10 +144,11 @@ def decode_cost(shape: ModelShape, context: int, batch: int = 1,
     check_instance("shape", shape, ModelShape, "a ModelShape")
     t = check_int("context", context, minimum=1)
     B = check_int("batch", batch, minimum=1)
-    attention = 4 * shape.num_layers * shape.num_heads * shape.head_dim * t  # q.k and p.v
+    # q.k and p.v: two products of t numbers per head dimension, 2 FLOPs each
+    attention = 4 * shape.num_layers * shape.num_heads * shape.head_dim * t
     flops = B * (2 * shape.matmul_weights() + attention)
-    cache = kv_cache_bytes(shape.num_layers, shape.num_kv_heads, shape.head_dim, t, B,
-                           bytes_per_number)
+    cache = kv_cache_bytes(shape.num_layers, shape.num_kv_heads, shape.head_dim,
+                           t, B, bytes_per_number)
     return StepCost(flops, shape.matmul_weights() * bytes_per_number, cache)
 
 

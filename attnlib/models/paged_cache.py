@@ -137,7 +137,8 @@ class PagedKVCache:
         return sum(len(table) for table in self.tables.values())
 
 
-def paged_attention(query: Tensor, cache: PagedKVCache, seqs: Sequence[int]) -> Tensor:
+def paged_attention(query: Tensor, cache: PagedKVCache,
+                    seqs: Sequence[int]) -> Tensor:
     """One new query per sequence attends to that sequence's cached keys and values.
 
     The keys and values are read block by block through each sequence's table (padded to the
@@ -162,13 +163,15 @@ def paged_attention(query: Tensor, cache: PagedKVCache, seqs: Sequence[int]) -> 
 
     def read(pool: Tensor) -> Tensor:
         blocks = pool[table]  # (B, width, H_kv, block_size, E)
-        return blocks.transpose(1, 2).flatten(2, 3)  # (B, H_kv, width * block_size, E)
+        # (B, H_kv, width * block_size, E)
+        return blocks.transpose(1, 2).flatten(2, 3)
 
     keys, values = read(cache.key_blocks), read(cache.value_blocks)
     S = keys.shape[2]
-    mask = torch.arange(S)[None, :] < lengths[:, None]  # (B, S): the sequence's positions
-    return grouped_query_attention(query, keys.to(query.dtype), values.to(query.dtype),
-                                   mask[:, None, None, :])
+    # (B, S): True at the sequence's own positions
+    mask = torch.arange(S)[None, :] < lengths[:, None]
+    keys, values = keys.to(query.dtype), values.to(query.dtype)
+    return grouped_query_attention(query, keys, values, mask[:, None, None, :])
 
 
 def _check_paged_args(query: object, cache: PagedKVCache, seqs: Sequence[int]) -> None:

@@ -146,7 +146,8 @@ def _check_speculative_args(
 
 
 def accept_or_resample(
-    p: Tensor, q: Tensor, proposal: Tensor, generator: torch.Generator | None = None
+    p: Tensor, q: Tensor, proposal: Tensor,
+    generator: torch.Generator | None = None,
 ) -> tuple[Tensor, Tensor]:
     r"""Speculative sampling's rule, for N independent proposals at once.
 
@@ -168,7 +169,8 @@ def accept_or_resample(
     u = torch.rand(p_x.shape, generator=generator, dtype=p.dtype)  # (N,)
     kept = u * q_x < p_x  # (N,): probability min(1, p(x) / q(x))
     residual = (p - q).clamp_min(0)  # (N, V)
-    mass = residual.sum(-1, keepdim=True)  # (N, 1); 0 only where p = q: always kept
+    # (N, 1); 0 only where p = q, where the proposal is always kept
+    mass = residual.sum(-1, keepdim=True)
     residual = torch.where(mass > 0, residual / mass.clamp_min(1e-300), p)
     redrawn = torch.multinomial(residual, 1, generator=generator)[:, 0]  # (N,)
     return torch.where(kept, proposal, redrawn), kept
