@@ -233,8 +233,13 @@ def test_fix_cpu_kernels_after_a_matrix_product_raises(tmp_path: Path) -> None:
     path.write_text("flags : avx2 fma\n")
     code = ("import os\nos.environ.pop('MKL_CBWR', None)\n"
             "import torch, attnlib.book.repro\n" + PRODUCT
-            + f"attnlib.book.repro.fix_cpu_kernels({str(path)!r})")
+            + "try:\n"
+            + f"    attnlib.book.repro.fix_cpu_kernels({str(path)!r})\n"
+            + "finally:\n"
+            + "    print(os.environ.get('MKL_CBWR'), os.environ.get('ATEN_CPU_CAPABILITY'))\n")
     result = _python(code, "avx2")
     assert result.returncode != 0
     assert ("RuntimeError: MKL already runs its 'automatic' code path, not 'AVX2': call "
             "fix_cpu_kernels() before any tensor is computed") in result.stderr
+    # the environment child processes inherit is left as it was: they compute like this one
+    assert result.stdout.split()[-2:] == ["None", "avx2"]

@@ -111,16 +111,23 @@ def fix_cpu_kernels(cpuinfo: str = "/proc/cpuinfo") -> str:
     flags = set(open(cpuinfo).read().split()) if os.path.exists(cpuinfo) else set()
     vector = {"avx2", "fma"} <= flags
     wanted, wanted_mkl = ("avx2", "AVX2") if vector else ("default", "COMPATIBLE")
+    before = {name: os.environ.get(name) for name in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
     os.environ["ATEN_CPU_CAPABILITY"] = wanted
     os.environ["MKL_CBWR"] = wanted_mkl
     in_force = torch.backends.cpu.get_cpu_capability().lower()
-    if in_force != wanted:
-        raise RuntimeError(f"PyTorch already runs its {in_force!r} CPU kernels, not {wanted!r}: "
-                           f"call fix_cpu_kernels() before any tensor is computed, at the top "
-                           f"of a fresh process")
     mkl = _mkl_code_path()
-    if mkl is not None and mkl != wanted_mkl:
-        raise RuntimeError(f"MKL already runs its {mkl!r} code path, not {wanted_mkl!r}: "
-                           f"call fix_cpu_kernels() before any tensor is computed, at the top "
-                           f"of a fresh process")
+    late = (f"PyTorch already runs its {in_force!r} CPU kernels, not {wanted!r}"
+            if in_force != wanted else
+            f"MKL already runs its {mkl!r} code path, not {wanted_mkl!r}"
+            if mkl is not None and mkl != wanted_mkl else None)
+    if late is not None:
+        # this process keeps its code paths: leave the environment its child processes
+        # inherit as it was, or they would compute differently from it
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        raise RuntimeError(f"{late}: call fix_cpu_kernels() before any tensor is computed, "
+                           f"at the top of a fresh process")
     return wanted

@@ -703,7 +703,9 @@ def _() -> Call:
 @entry("fix_cpu_kernels")
 def _() -> Call:
     def fn(cpuinfo):  # type: ignore[no-untyped-def]
-        before = os.environ.get("ATEN_CPU_CAPABILITY")
+        # the variables spawned workers inherit (tests/test_runs.py starts some later)
+        names = ("ATEN_CPU_CAPABILITY", "MKL_CBWR")
+        before = {name: os.environ.get(name) for name in names}
         try:
             return api("fix_cpu_kernels")(cpuinfo)
         except RuntimeError as error:  # the documented answer once kernels were chosen
@@ -711,10 +713,11 @@ def _() -> Call:
                 raise
             return "chosen before"
         finally:
-            if before is None:
-                os.environ.pop("ATEN_CPU_CAPABILITY", None)
-            else:
-                os.environ["ATEN_CPU_CAPABILITY"] = before
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
     return Call(fn, {"cpuinfo": Text("/proc/cpuinfo")})
 
