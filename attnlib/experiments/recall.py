@@ -68,8 +68,10 @@ def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 
                  seed: int | None = 0) -> MixerLM:
     """A recall model: one layer of ``kind``, or ``"hybrid"`` (a DeltaNet layer, then attention).
 
-    ``kind`` is ``"softmax"`` (:class:`CausalSelfAttention`), ``"linear"`` (chapter 9's linear
-    attention, ``DeltaNet(rule="linear")``), ``"delta"`` (:class:`DeltaNet`) or ``"hybrid"``.
+    ``kind`` is ``"softmax"``
+    (:class:`~attnlib.blocks.gated_attention.CausalSelfAttention`), ``"linear"`` (chapter 9's
+    linear attention, ``DeltaNet(rule="linear")``), ``"delta"``
+    (:class:`~attnlib.blocks.delta_rule.DeltaNet`) or ``"hybrid"``.
     Every layer gets the same short causal convolution of ``conv_size`` taps before q, k, v,
     so a key read at a value's token can carry the key token before it. The vocabulary is
     :func:`recall_task`'s default 64 keys and 64 values. ``seed`` seeds torch's generator
@@ -96,8 +98,8 @@ def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 
 class RecallConfig:
     """A recall model for :func:`~attnlib.train.runs.train_runs`: :func:`recall_model`'s sizes.
 
-    :meth:`build` draws the weights from torch's generator as it stands (``train_runs`` seeds it
-    with the run's ``init_seed``); :meth:`fit` is :func:`train_recall` with the run's options.
+    ``build`` draws the weights from torch's generator as it stands (``train_runs`` seeds it
+    with the run's ``init_seed``); ``fit`` is :func:`train_recall` with the run's options.
 
     Raises:
         ValueError: if ``kind`` is unknown or ``conv_size`` is < 1.

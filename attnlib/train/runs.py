@@ -50,8 +50,8 @@ __all__ = ["Run", "RunResult", "Trainable", "default_workers", "train_runs"]
 class Trainable(Protocol):
     """A model description that builds and trains its own model, for runs that translate nothing.
 
-    It travels to a worker by pickling (define it at a module's top level). :meth:`build` is
-    called just after ``torch.manual_seed(init_seed)``; :meth:`fit` trains the model in place
+    It travels to a worker by pickling (define it at a module's top level). ``build`` is
+    called just after ``torch.manual_seed(init_seed)``; ``fit`` trains the model in place
     with the run's options and returns the training loss of each step (or epoch).
     """
 
