@@ -118,13 +118,16 @@ def delta_rule_recurrent(
 
 def _delta_step(memory: Tensor, q: Tensor, k: Tensor, v: Tensor, beta: Tensor,
                 alpha: Tensor | None) -> tuple[Tensor, Tensor]:
-    """One token: memory (B, H, E, Ev); q, k (B, H, E); v (B, H, Ev); beta, alpha (B, H)."""
+    """One token: memory (B, H, E, Ev); q, k (B, H, E); v (B, H, Ev);
+    beta, alpha (B, H)."""
     if alpha is not None:
         memory = alpha[..., None, None] * memory  # forget first
-    read = (k[..., None, :] @ memory)[..., 0, :]  # what M holds under k: (B, H, Ev)
+    # what M holds under k: (B, H, Ev)
+    read = (k[..., None, :] @ memory)[..., 0, :]
     error = beta[..., None] * (v - read)  # write only the difference
     memory = memory + k[..., :, None] * error[..., None, :]  # (B, H, E, Ev)
-    return memory, (q[..., None, :] @ memory)[..., 0, :]  # and o = M^T q: (B, H, Ev)
+    # and o = M^T q: (B, H, Ev)
+    return memory, (q[..., None, :] @ memory)[..., 0, :]
 
 
 def delta_rule_chunked(

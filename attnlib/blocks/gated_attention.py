@@ -296,13 +296,15 @@ class CausalSelfAttention(nn.Module):
 
     def _heads(self, x: Tensor, q: Tensor, k: Tensor, v: Tensor, mask: Tensor
                ) -> tuple[Tensor, Tensor]:
-        """Each head's output and weights: softmax (or with the sink), then the gate."""
+        """Each head's output and weights: softmax (or with the sink), then
+        the gate."""
         if self.sink_logits is not None:  # gpt-oss: one more logit, value zero
-            heads, weights = attention_with_sink(q, k, v, self.sink_logits, mask)
+            heads, weights = attention_with_sink(q, k, v, self.sink_logits,
+                                                 mask)
         else:
             weights = _scores(q, k, mask).softmax(dim=-1)  # (B, H, L, S)
             heads = weights @ v  # (B, H, L, E)
-        if self.g_proj is not None:  # Qiu et al.: a sigmoid of the layer's input
+        if self.g_proj is not None:  # Qiu et al.: a sigmoid of the input
             gate = torch.sigmoid(self._split(self.g_proj(x), self.num_heads))
             heads = heads * gate  # element by element, per head
         return heads, weights

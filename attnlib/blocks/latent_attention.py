@@ -153,9 +153,9 @@ class MultiHeadLatentAttention(nn.Module):
         out: Tensor = self.out_proj(heads.transpose(1, 2).flatten(2))  # (B, L, D)
         return out
 
-    def _absorbed(self, q: Tensor, position: Tensor, latent: Tensor, mask: Tensor
-                  ) -> Tensor:
-        """Score and average the latents themselves; no key or value is built."""
+    def _absorbed(self, q: Tensor, position: Tensor, latent: Tensor,
+                  mask: Tensor) -> Tensor:
+        """Score and average the latents themselves; no key or value built."""
         H, E = self.num_heads, self.head_dim
         W_uk = self.k_up.weight.view(H, E, self.latent_dim)  # (H, E, d_c)
         W_uv = self.v_up.weight.view(H, E, self.latent_dim)  # (H, E, d_c)
@@ -163,7 +163,7 @@ class MultiHeadLatentAttention(nn.Module):
         q_latent = q @ W_uk  # W^UK folded into the query: (B, H, L, d_c)
         content = q_latent @ latent[:, None].transpose(-2, -1)  # (B, H, L, S)
         weights = self._weights(content, position, mask)
-        mixed = weights @ latent[:, None]  # the latents averaged: (B, H, L, d_c)
+        mixed = weights @ latent[:, None]  # latents averaged: (B, H, L, d_c)
         W_ov = torch.einsum("dhe,hec->hcd", W_o, W_uv)  # W^UV folded into W^O
         out: Tensor = torch.einsum("bhlc,hcd->bld", mixed, W_ov)  # (B, L, D)
         if self.out_proj.bias is not None:

@@ -8,7 +8,9 @@ keeps them all in its cache, a linear-attention or delta-rule layer in a state o
 
 :func:`recall_model` builds one-layer softmax, linear-attention and DeltaNet models (and a
 DeltaNet + attention hybrid) with the same short convolution before q, k, v;
-:func:`train_recall` trains them with a curriculum of growing lines.
+:func:`train_recall` trains them with a curriculum of growing lines. A :class:`RecallConfig`
+describes one such model for :func:`attnlib.train.runs.train_runs`, which trains several side
+by side in worker processes.
 
 :func:`write_and_read` is the same question without training: ``pairs`` random unit keys in
 ``dim`` dimensions and one-hot values written into a memory by accumulation
@@ -16,6 +18,9 @@ DeltaNet + attention hybrid) with the same short convolution before q, k, v;
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +31,8 @@ from attnlib.blocks.delta_rule import DeltaNet, delta_rule_recurrent
 from attnlib.blocks.gated_attention import CausalSelfAttention
 from attnlib.models.mixer_lm import MixerLM
 
-__all__ = ["recall_accuracy", "recall_model", "recall_task", "train_recall", "write_and_read"]
+__all__ = ["RecallConfig", "recall_accuracy", "recall_model", "recall_task", "train_recall",
+           "write_and_read"]
 
 
 def recall_task(n: int, pairs: int, queries: int = 8, num_keys: int = 64,
@@ -60,14 +66,17 @@ def recall_task(n: int, pairs: int, queries: int = 8, num_keys: int = 64,
 
 
 def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 2,
-                 seed: int = 0) -> MixerLM:
+                 seed: int | None = 0) -> MixerLM:
     """A recall model: one layer of ``kind``, or ``"hybrid"`` (a DeltaNet layer, then attention).
 
-    ``kind`` is ``"softmax"`` (:class:`CausalSelfAttention`), ``"linear"`` (chapter 9's linear
-    attention, ``DeltaNet(rule="linear")``), ``"delta"`` (:class:`DeltaNet`) or ``"hybrid"``.
+    ``kind`` is ``"softmax"``
+    (:class:`~attnlib.blocks.gated_attention.CausalSelfAttention`), ``"linear"`` (chapter 9's
+    linear attention, ``DeltaNet(rule="linear")``), ``"delta"``
+    (:class:`~attnlib.blocks.delta_rule.DeltaNet`) or ``"hybrid"``.
     Every layer gets the same short causal convolution of ``conv_size`` taps before q, k, v,
     so a key read at a value's token can carry the key token before it. The vocabulary is
-    :func:`recall_task`'s default 64 keys and 64 values.
+    :func:`recall_task`'s default 64 keys and 64 values. ``seed`` seeds torch's generator
+    before the weights are drawn; ``None`` leaves the generator as it is.
 
     Raises:
         ValueError: if ``kind`` is unknown or a size is < 1.
@@ -75,8 +84,8 @@ def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 
     check_choice("kind", kind, ("softmax", "linear", "delta", "hybrid"))
     for name, v in (("dim", dim), ("num_heads", num_heads), ("conv_size", conv_size)):
         check_int(name, v, minimum=1)
-    check_int("seed", seed, minimum=0)
-    torch.manual_seed(seed)
+    if seed is not None:
+        torch.manual_seed(check_int("seed", seed, minimum=0))
 
     def layer(k: str) -> nn.Module:
         if k == "softmax":
@@ -85,6 +94,37 @@ def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 
 
     kinds = ["delta", "softmax"] if kind == "hybrid" else [kind]
     return MixerLM(128, [layer(k) for k in kinds], d_ff=2 * dim)
+
+
+@dataclass(frozen=True)
+class RecallConfig:
+    """A recall model for :func:`~attnlib.train.runs.train_runs`: :func:`recall_model`'s sizes.
+
+    ``build`` draws the weights from torch's generator as it stands (``train_runs`` seeds it
+    with the run's ``init_seed``); ``fit`` is :func:`train_recall` with the run's options.
+
+    Raises:
+        TypeError: if a size is not an int. ValueError: if ``kind`` is unknown or a size
+            is < 1.
+    """
+
+    kind: str
+    dim: int = 32
+    num_heads: int = 1
+    conv_size: int = 2
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, ("softmax", "linear", "delta", "hybrid"))
+        for name in ("dim", "num_heads", "conv_size"):
+            check_int(name, getattr(self, name), minimum=1)
+
+    def build(self) -> MixerLM:
+        return recall_model(self.kind, self.dim, self.num_heads, self.conv_size, seed=None)
+
+    def fit(self, model: nn.Module, **options: Any) -> list[float]:
+        if not isinstance(model, MixerLM):
+            raise TypeError(f"model must be a MixerLM, got {type(model).__name__}")
+        return train_recall(model, **options)
 
 
 def train_recall(model: MixerLM, steps: int = 500, max_pairs: int = 64, lr: float = 3e-3,

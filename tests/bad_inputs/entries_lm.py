@@ -619,7 +619,13 @@ def _() -> Call:
 def _() -> Call:
     return Call(api("recall_model"), {"kind": Choice("hybrid"), "dim": Count(8),
                                       "num_heads": Count(2), "conv_size": Count(2),
-                                      "seed": Count(0, 0)}, module=True)
+                                      "seed": Count(0, 0, optional=True)}, module=True)
+
+
+@entry("RecallConfig")
+def _() -> Call:
+    return Call(api("RecallConfig"), {"kind": Choice("delta"), "dim": Count(8),
+                                      "num_heads": Count(2), "conv_size": Count(2)})
 
 
 @entry("train_recall")

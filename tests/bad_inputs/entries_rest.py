@@ -41,7 +41,7 @@ exempt("a node of the grammar's trees, or a lexicon record: realize() checks a t
        "Thing", "TimeWord", "Verb", "VerbForms")
 exempt("a result the corpus, batching and task functions build; nothing to check",
        "Batch", "Corpus", "Splits", "RegionTask", "RetrievalTask")
-exempt("a typing Protocol: a signature, never called", "TokenPair", "GreedyDecoder")
+exempt("a typing Protocol: a signature, never called", "TokenPair", "GreedyDecoder", "Trainable")
 
 
 def _note() -> Any:
