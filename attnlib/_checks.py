@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 import torch
@@ -16,7 +16,12 @@ from torch import Tensor
 
 
 def shape_str(shape: Sequence[int | str] | torch.Size) -> str:
-    """Format a shape as ``(2, 3, 4)`` for error messages."""
+    """Format a shape as ``(2, 3, 4)`` for error messages (sizes, or letters such as "Ev")."""
+    if (isinstance(shape, str) or not isinstance(shape, Sequence | torch.Size)
+            or any(isinstance(s, bool) or not isinstance(s, int | str)
+                   or (isinstance(s, int) and s < 0) for s in shape)):
+        raise TypeError(f"shape must be a sequence of sizes (ints >= 0) or letters, got "
+                        f"{shape!r}")
     return "(" + ", ".join(str(s) for s in shape) + ")"
 
 
@@ -27,10 +32,45 @@ def check_tensor(name: str, value: object) -> Tensor:
     return value
 
 
-def check_floating(name: str, value: Tensor) -> None:
-    """Raise TypeError unless ``value`` has a floating-point dtype."""
-    if not value.is_floating_point():
-        raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
+def check_floating(name: str, value: object) -> Tensor:
+    """Raise TypeError unless ``value`` is a tensor with a floating-point dtype."""
+    t = check_tensor(name, value)
+    if not t.is_floating_point():
+        raise TypeError(f"{name} must have a floating-point dtype, got {t.dtype}")
+    return t
+
+
+def check_device(name: str, value: Tensor, device: torch.device, other: str) -> None:
+    """Raise ValueError unless ``value`` is on ``device``, where ``other`` lives."""
+    value = check_tensor(name, value)
+    if not isinstance(other, str):
+        raise TypeError(f"other must name what lives on the device (a str), got "
+                        f"{type(other).__name__}")
+    if value.device != device:
+        raise ValueError(f"{name} is on device {value.device}, but {other} is on {device}: "
+                         f"move them to one device")
+
+
+def check_input(name: str, value: object, like: Tensor, ndim: int | Sequence[int] | None = None,
+                expected: str = "", other: str = "the parameters") -> Tensor:
+    """Raise unless ``value`` is a floating tensor of ``like``'s dtype and device (a module's
+    input: ``like`` is one of its parameters) with ``ndim`` dimensions.
+
+    Raises:
+        TypeError: a non-tensor, or a dtype other than ``like``'s.
+        ValueError: another device, or another number of dimensions.
+    """
+    like = check_floating("like", like)
+    t = check_floating(name, value)
+    if ndim is not None and (isinstance(ndim, str) or not isinstance(ndim, Sequence)):
+        check_int("ndim", ndim, minimum=0)
+    if t.dtype != like.dtype:
+        raise TypeError(f"{name} must have {other}' dtype {like.dtype}, got {t.dtype}; convert "
+                        f"the module (e.g. .double()) or the input")
+    check_device(name, t, like.device, other)
+    if ndim is not None:
+        check_ndim(name, t, ndim, expected)
+    return t
 
 
 def check_ndim(name: str, value: Tensor, ndims: int | Sequence[int], expected: str) -> None:
@@ -38,7 +78,14 @@ def check_ndim(name: str, value: Tensor, ndims: int | Sequence[int], expected: s
 
     ``expected`` is the shape in the book's letters, e.g. ``"(B, L, E)"``.
     """
+    value = check_tensor(name, value)
+    if not isinstance(ndims, int | Sequence):
+        raise TypeError(f"ndims must be an int or a sequence of ints, got {type(ndims).__name__}")
     allowed = (ndims,) if isinstance(ndims, int) else tuple(ndims)
+    for n in allowed:
+        check_int("ndims", n, minimum=0)
+    if not isinstance(expected, str):
+        raise TypeError(f"expected must be a str, got {type(expected).__name__}")
     if value.ndim not in allowed:
         raise ValueError(
             f"{name} must have {' or '.join(str(n) for n in allowed)} dimensions "
@@ -46,7 +93,7 @@ def check_ndim(name: str, value: Tensor, ndims: int | Sequence[int], expected: s
         )
 
 
-def check_positive(name: str, value: float | Tensor) -> None:
+def check_positive(name: str, value: object) -> None:
     """Raise unless every element of ``value`` is finite and > 0.
 
     A Python number is checked as PyTorch's default dtype (float32) holds it: a number that
@@ -86,30 +133,118 @@ def check_positive(name: str, value: float | Tensor) -> None:
 
 
 def check_finite(name: str, value: Tensor) -> None:
-    """Raise ValueError if ``value`` holds NaN or infinity."""
-    if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+    """Raise ValueError if ``value`` holds NaN or infinity (TypeError unless it is a real
+    floating-point tensor)."""
+    value = check_floating(name, value)
+    if not bool(torch.isfinite(value).all()):
         raise ValueError(f"{name} must be finite, got NaN or inf in a tensor of shape "
                          f"{shape_str(value.shape)}")
 
 
 def check_choice(name: str, value: str, choices: Sequence[str]) -> None:
-    """Raise ValueError unless ``value`` is one of ``choices``."""
+    """Raise ValueError unless ``value`` is one of ``choices`` (TypeError unless a str)."""
+    if (isinstance(choices, str) or not isinstance(choices, Sequence) or not choices
+            or not all(isinstance(c, str) for c in choices)):
+        raise TypeError(f"choices must be a non-empty sequence of str, got {choices!r}")
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {', '.join(map(repr, choices))}, got "
+                        f"{type(value).__name__} {value!r}")
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
 
 
-def check_int(name: str, value: object, minimum: int | None = None) -> int:
-    """Raise unless ``value`` is a Python int (bool refused) and, if given, >= ``minimum``.
+def check_int(name: str, value: object, minimum: int | None = None,
+              maximum: int | None = None) -> int:
+    """Raise unless ``value`` is a Python int (bool refused) in [``minimum``, ``maximum``].
 
     Raises:
         TypeError: if ``value`` is not an int.
-        ValueError: if ``value`` < ``minimum``.
+        ValueError: if ``value`` < ``minimum`` or > ``maximum``.
     """
+    for bound, bound_name in ((minimum, "minimum"), (maximum, "maximum")):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+            raise TypeError(f"{bound_name} must be an int or None, got {type(bound).__name__}")
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
+
+
+def check_flag(name: str, value: object) -> bool:
+    """Raise TypeError unless ``value`` is a bool (a truthy string or 1 is not read as True)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return value
+
+
+def check_real(name: str, value: object, minimum: float | None = None) -> float:
+    """Raise unless ``value`` is a finite number (bool refused) and, if given, >= ``minimum``.
+
+    Raises:
+        TypeError: if ``value`` is not an int or float.
+        ValueError: if it is NaN, infinite or below ``minimum``.
+    """
+    if minimum is not None and (isinstance(minimum, bool) or not isinstance(minimum, int | float)
+                                or not math.isfinite(minimum)):
+        raise TypeError(f"minimum must be a finite number or None, got {minimum!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return float(value)
+
+
+def check_float_dtype(name: str, dtype: object) -> torch.dtype:
+    """Raise TypeError unless ``dtype`` is a floating-point torch.dtype."""
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point torch.dtype, got {dtype!r}")
+    return dtype
+
+
+def check_instance(name: str, value: object, cls: type | tuple[type, ...], what: str) -> None:
+    """Raise TypeError unless ``value`` is an instance of ``cls`` (``what`` names it)."""
+    if not isinstance(what, str):
+        raise TypeError(f"what must describe the expected value (a str), got "
+                        f"{type(what).__name__}")
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+
+
+def check_tokens(name: str, value: object) -> list[str]:
+    """Raise TypeError unless ``value`` is a sequence of str tokens (a str itself is refused:
+    it would be read character by character); returns it as a list."""
+    if isinstance(value, str) or not isinstance(value, Sequence | Iterable):
+        raise TypeError(f"{name} must be a sequence of str tokens, got {type(value).__name__}")
+    tokens = list(value)
+    bad = [t for t in tokens if not isinstance(t, str)]
+    if bad:
+        raise TypeError(f"{name} must hold str tokens, got {type(bad[0]).__name__} {bad[0]!r}")
+    return tokens
+
+
+def check_sentences(name: str, value: object) -> None:
+    """Raise TypeError unless ``value`` is a sequence of sentences, each a str or a sequence
+    of str tokens (a bare str is refused: it would be read as one sentence per character)."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a sequence of sentences (str or token sequences), got "
+                        f"{type(value).__name__}")
+    for i, sentence in enumerate(value):
+        if not isinstance(sentence, str):
+            check_tokens(f"{name}[{i}]", sentence)
+
+
+def check_ints(name: str, value: object, minimum: int | None = None) -> list[int]:
+    """Raise unless ``value`` is a sequence of ints (bool refused), each >= ``minimum``."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a sequence of ints, got {type(value).__name__}")
+    for i, item in enumerate(value):
+        check_int(f"{name}[{i}]", item, minimum=minimum)
+    return list(value)
 
 
 def positive_int_from_env(name: str, default: int) -> int:
@@ -118,6 +253,10 @@ def positive_int_from_env(name: str, default: int) -> int:
     Raises:
         ValueError: if the variable is set to anything but a positive integer.
     """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be the name of an environment variable (a str), got "
+                        f"{type(name).__name__}")
+    check_int("default", default, minimum=1)
     raw = os.environ.get(name)
     if raw is None:
         return default
@@ -139,15 +278,16 @@ def check_probability(name: str, value: object) -> float:
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a float, got {type(value).__name__}")
-    if not 0.0 <= value < 1.0:
+    if not 0.0 <= value < 1.0:  # NaN fails too
         raise ValueError(f"{name} must be in [0, 1), got {value}")
     return float(value)
 
 
-def check_sequence(name: str, x: object, d_model: int) -> Tensor:
-    """Raise unless ``x`` is a floating (B, L, D) tensor with D = ``d_model``."""
-    t = check_tensor(name, x)
-    check_floating(name, t)
+def check_sequence(name: str, x: object, d_model: int, like: Tensor | None = None) -> Tensor:
+    """Raise unless ``x`` is a floating (B, L, D) tensor with D = ``d_model`` (and, with
+    ``like``, a module's parameter, of its dtype and device)."""
+    check_int("d_model", d_model, minimum=1)
+    t = check_floating(name, x) if like is None else check_input(name, x, like)
     check_ndim(name, t, 3, "(B, L, D)")
     if t.shape[-1] != d_model:
         raise ValueError(
@@ -157,16 +297,36 @@ def check_sequence(name: str, x: object, d_model: int) -> Tensor:
     return t
 
 
-def check_token_ids(name: str, tokens: object, num_symbols: int) -> Tensor:
-    """Raise unless ``tokens`` is a (B, L) integer tensor of ids in [0, ``num_symbols``)."""
+def check_token_ids(name: str, tokens: object, num_symbols: int, ndim: int = 2,
+                    expected: str = "(B, L)", device: torch.device | None = None) -> Tensor:
+    """Raise unless ``tokens`` is an integer tensor of ``ndim`` dimensions (``expected``) of ids
+    in [0, ``num_symbols``), on ``device`` if given (a model's)."""
+    check_int("num_symbols", num_symbols, minimum=1)
     t = check_tensor(name, tokens)
-    check_ndim(name, t, 2, "(B, L)")
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         raise TypeError(f"{name} must have an integer dtype, got {t.dtype}")
+    check_ndim(name, t, ndim, expected)
+    if device is not None:
+        check_device(name, t, device, "the model")
     outside = (t < 0) | (t >= num_symbols)
     if bool(outside.any()):
         raise ValueError(f"{name} must be ids in [0, num_symbols) = [0, {num_symbols}), "
                          f"got id {int(t[outside][0])}")
+    return t
+
+
+def check_positions(name: str, value: object, expected: str = "(L,)",
+                    device: torch.device | None = None, other: str = "the model") -> Tensor:
+    """Raise unless ``value`` is a 1-D integer tensor (``expected``) of positions >= 0, on
+    ``device`` (where ``other`` lives) if given."""
+    t = check_tensor(name, value)
+    check_ndim(name, t, 1, expected)
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise TypeError(f"{name} must be integer positions, got dtype {t.dtype}")
+    if device is not None:
+        check_device(name, t, device, other)
+    if t.device.type != "meta" and bool((t < 0).any()):
+        raise ValueError(f"{name} must be positions >= 0, got {int(t.min())}")
     return t
 
 
@@ -177,11 +337,15 @@ def check_mask(
     *,
     dtype: torch.dtype | None = None,
     expected: str | None = None,
+    device: torch.device | None = None,
+    bool_only: bool = False,
 ) -> Tensor:
     """Check that ``mask`` is a valid attention mask for scores of shape ``target_shape``.
 
     A valid mask is a bool tensor (True = may attend) or a floating-point tensor (added to the
-    scores), whose shape broadcasts to ``target_shape`` without enlarging it.
+    scores: 0 or a finite bias, -inf where a query may not attend; NaN and +inf are refused,
+    they would make the weights NaN), whose shape broadcasts to ``target_shape`` without
+    enlarging it, on the scores' ``device`` if given. ``bool_only`` refuses float masks.
 
     Args:
         name: the argument's name, used in error messages.
@@ -200,6 +364,9 @@ def check_mask(
         ValueError: if ``mask`` does not broadcast to ``target_shape``.
     """
     mask = check_tensor(name, mask)
+    if bool_only and mask.dtype != torch.bool:
+        raise TypeError(f"{name} must be a bool tensor (True = may attend), got dtype "
+                        f"{mask.dtype}")
     if mask.dtype != torch.bool and not mask.is_floating_point():
         raise TypeError(
             f"{name} must be a bool tensor (True = may attend) or a floating-point tensor "
@@ -210,6 +377,17 @@ def check_mask(
             f"{name} is a float mask of dtype {mask.dtype}, but the scores have dtype {dtype}; "
             f"a float mask must have the scores' dtype"
         )
+    if device is not None:
+        check_device(name, mask, device, "the scores")
+    if (not isinstance(target_shape, Sequence | torch.Size)
+            or any(isinstance(n, bool) or not isinstance(n, int) or n < 0
+                   for n in target_shape)):
+        raise TypeError(f"target_shape must be a sequence of sizes, got {target_shape!r}")
+    if mask.is_floating_point() and mask.device.type != "meta" and bool(
+            (torch.isnan(mask) | torch.isposinf(mask)).any()):
+        raise ValueError(f"{name} is a float mask with NaN or +inf (of shape "
+                         f"{shape_str(mask.shape)}): a float mask holds finite biases, or -inf "
+                         f"where a query may not attend")
     target = torch.Size(target_shape)
     try:
         broadcast: torch.Size | None = torch.broadcast_shapes(mask.shape, target)  # type: ignore[no-untyped-call]
@@ -247,13 +425,17 @@ def check_qkv(
     is_causal: object = False,
     causal_needs_l_eq_s: bool = False,
     need_keys: bool = False,
+    scale: object = None,
+    dropout_p: object = 0.0,
 ) -> Tensor | None:
-    """The one check of the query, key, value and mask of every attention function.
+    r"""The one check of the query, key, value and mask of every attention function.
 
     Each of query, key and value must be a floating-point tensor of the ``layout``'s shape
-    (:data:`QKV_LAYOUTS`), key and value of query's dtype; query and key must agree in E, key
-    and value in S and in their batch (and head) sizes. ``attn_mask``, if given, must broadcast
-    to the scores' shape (:func:`check_mask`), and not come with ``is_causal=True``.
+    (:data:`QKV_LAYOUTS`), key and value of query's dtype and on query's device; query and key
+    must agree in E (at least 1: the scores are scaled by :math:`1/\sqrt E`), key and value in
+    S and in their batch (and head) sizes. ``attn_mask``, if given, must broadcast to the scores'
+    shape (:func:`check_mask`, on query's device, no NaN or +inf), and not come with
+    ``is_causal=True``. ``scale``, if given, must be finite and > 0; ``dropout_p`` in [0, 1).
 
     Args:
         layout: ``"broadcast"`` (..., L, E), ``"heads"`` (B, H, L, E) with as many key/value
@@ -264,6 +446,8 @@ def check_qkv(
         causal_needs_l_eq_s: refuse ``is_causal`` with L != S (a causal form that only exists
             for self-attention).
         need_keys: refuse S = 0 (an attention over no key is not defined).
+        scale: the factor of the scores, None for :math:`1/\sqrt E`.
+        dropout_p: the dropout probability on the weights.
 
     Returns:
         ``attn_mask``, typed as a tensor (or None).
@@ -275,6 +459,9 @@ def check_qkv(
             tensor, its shape and the shape expected), a mask that does not broadcast, or a
             mask with ``is_causal``.
     """
+    check_choice("layout", layout, tuple(QKV_LAYOUTS))
+    check_flag("causal_needs_l_eq_s", causal_needs_l_eq_s)
+    check_flag("need_keys", need_keys)
     letters = QKV_LAYOUTS[layout]
     tensors = []
     for name, t, expected in zip(("query", "key", "value"), (query, key, value), letters,
@@ -293,15 +480,21 @@ def check_qkv(
         if t.dtype != q.dtype:
             raise TypeError(f"{name} must have query's dtype {q.dtype}, got {t.dtype} (query of "
                             f"shape {shape_str(q.shape)}, {name} of shape {shape_str(t.shape)})")
+        check_device(name, t, q.device, "query")
     if layout == "broadcast":
         _check_qkv_broadcast(q, k, v)
     else:
         _check_qkv_heads(q, k, v, layout)
     L, S = q.shape[-2], k.shape[-2]
+    if q.shape[-1] == 0:
+        raise ValueError(f"query and key must have E >= 1 features (the scores are scaled by "
+                         f"1/sqrt(E)), got query of shape {shape_str(q.shape)}")
     if need_keys and S == 0:
         raise ValueError(f"key must hold at least one position, got shape {shape_str(k.shape)}")
-    if not isinstance(is_causal, bool):
-        raise TypeError(f"is_causal must be a bool, got {type(is_causal).__name__}")
+    check_flag("is_causal", is_causal)
+    if scale is not None:
+        check_positive("scale", scale)
+    check_probability("dropout_p", dropout_p)
     if is_causal and causal_needs_l_eq_s and L != S:
         raise ValueError(f"is_causal needs L == S, got query {shape_str(q.shape)} and key "
                          f"{shape_str(k.shape)}")
@@ -317,7 +510,7 @@ def check_qkv(
     else:
         batch = tuple(q.shape[:2])
     return check_mask("attn_mask", attn_mask, (*batch, L, S), dtype=q.dtype,
-                      expected=letters[3])
+                      expected=letters[3], device=q.device)
 
 
 def _check_qkv_broadcast(q: Tensor, k: Tensor, v: Tensor) -> None:

@@ -190,6 +190,44 @@ def test_window_cache_equals_band_mask_and_sinks_keep_the_first_tokens() -> None
     torch.testing.assert_close(torch.cat(steps, 1)[:, :5], whole[:, :5], **TIGHT)
 
 
+def test_attention_convolution_equals_shifted_projections_and_streams() -> None:
+    torch.manual_seed(0)
+    layer = CausalSelfAttention(16, 2, 1, conv_size=3, dtype=F64)
+    x = torch.randn(2, 11, 16, dtype=F64)
+    whole, _ = layer(x)
+    # the convolution by hand: tap j of each channel times that channel j tokens back
+    plain = CausalSelfAttention(16, 2, 1, dtype=F64)
+    plain.load_state_dict(layer.state_dict(), strict=False)
+    w = layer.conv.weight[:, 0]  # type: ignore[union-attr]  # (channels, 3)
+    qkv = torch.cat((layer.q_proj(x), layer.k_proj(x), layer.v_proj(x)), -1)
+    padded = F.pad(qkv, (0, 0, 2, 0))
+    mixed = sum(padded[:, j:j + 11] * w[:, j] for j in range(3))
+    q, k, v = mixed.split((16, 8, 8), -1)
+    rope = layer.rope
+    q, k, v = plain._split(q, 2), plain._split(k, 1), plain._split(v, 1)
+    heads = F.scaled_dot_product_attention(rope(q), rope(k).expand(-1, 2, -1, -1),
+                                           v.expand(-1, 2, -1, -1), is_causal=True)
+    expected = layer.out_proj(heads.transpose(1, 2).reshape(2, 11, 16))
+    torch.testing.assert_close(whole, expected, **TIGHT)
+    state, steps = None, []
+    for t in range(11):
+        out, state = layer(x[:, t:t + 1], state)
+        steps.append(out)
+    torch.testing.assert_close(torch.cat(steps, 1), whole, **TIGHT)
+    assert state is not None and state.conv_tail is not None
+    assert state.conv_tail.shape == (2, 2, 32)
+
+
+def test_deltanet_linear_rule_continues_from_a_state_as_one_pass() -> None:
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(2, 3, 30, 8, generator=g, dtype=F64) for _ in range(3))
+    first, memory = DeltaNet._linear(q[:, :, :13], k[:, :, :13], v[:, :, :13], None)
+    second, memory = DeltaNet._linear(q[:, :, 13:], k[:, :, 13:], v[:, :, 13:], memory)
+    whole, total = DeltaNet._linear(q, k, v, None)
+    torch.testing.assert_close(torch.cat((first, second), 2), whole, **TIGHT)
+    torch.testing.assert_close(memory, total, **TIGHT)
+
+
 def test_tasks_are_what_they_say() -> None:
     text = sk.backcopy_text(50, 40, seed=1)
     assert bool((text[:, 0] == sk.BOS).all())
@@ -207,3 +245,15 @@ def test_tasks_are_what_they_say() -> None:
             assert targets[row, j] == values[row, pair]
     sums, deltas = rc.write_and_read(32, 16, "sum"), rc.write_and_read(32, 16, "delta")
     assert deltas[-1] < 1e-10 < sums[-1]
+
+
+def test_recall_models_share_the_convolution_and_training_lowers_the_loss() -> None:
+    hybrid = rc.recall_model("hybrid", conv_size=3)
+    first, second = (block.mixer for block in hybrid.blocks)
+    assert isinstance(first, DeltaNet) and isinstance(second, CausalSelfAttention)
+    assert first.conv.kernel_size == second.conv.kernel_size == (3,)  # type: ignore[union-attr]
+    assert isinstance(rc.recall_model("linear").blocks[0].mixer, DeltaNet)
+    model = rc.recall_model("softmax", seed=0)
+    losses = rc.train_recall(model, steps=40, max_pairs=4, lr=1e-2, batch=16)
+    assert len(losses) == 40 and not model.training
+    assert sum(losses[-5:]) < sum(losses[:5])

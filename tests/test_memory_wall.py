@@ -83,7 +83,7 @@ BAD = [
     (lambda: mw.prefill_cost(mw.PUBLISHED["Mistral 7B"], 8, batch=0), ["batch", "0", ">= 1"]),
     (lambda: mw.decode_step_times(_model(), [1], context=64), ["context + new_tokens",
                                                                "max_len = 64", "64 + 1"]),
-    (lambda: mw.decode_step_times(_model(), [0], context=4), ["batch size", "0", ">= 1"]),
+    (lambda: mw.decode_step_times(_model(), [0], context=4), ["batch_sizes[0]", "0", ">= 1"]),
 ]
 
 

@@ -81,3 +81,23 @@ def test_code_lines_fit_80_columns(path: Path) -> None:
             for k, line in enumerate("".join(cell["source"]).splitlines())
             if _columns(line) > 80]
     assert not long, f"{path.name}: code lines wider than 80 columns:\n" + "\n".join(long)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_listings_fit_80_columns(path: Path) -> None:
+    """The listings a chapter shows (attnlib.show_source: a fenced block in a Markdown output)
+    fit the same 80 columns: a wider line of attnlib's source gets a scroll bar in the book.
+    Rewrap the listed function's lines (the rest of attnlib keeps ruff's 100)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    long = []
+    for i, cell in enumerate(nb["cells"]):
+        for output in cell.get("outputs", []):
+            text = "".join(output.get("data", {}).get("text/markdown", ""))
+            fence = False
+            for line in text.splitlines():
+                if line.startswith("```"):
+                    fence = not fence
+                elif fence and _columns(line) > 80:
+                    long.append(f"cell {i} ({text.splitlines()[0]}): {_columns(line)} "
+                                f"columns: {line.strip()}")
+    assert not long, f"{path.name}: listed lines wider than 80 columns:\n" + "\n".join(long)

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from attnlib import data
+from attnlib.experiments.recall import RecallConfig, recall_model, train_recall
 from attnlib.models.seq2seq import Seq2Seq, Seq2SeqConfig
 from attnlib.models.transformer import TransformerConfig
 from attnlib.train.runs import Run, default_workers, train_runs
@@ -85,14 +86,43 @@ def test_a_run_is_the_run_a_notebook_would_train(corpus: Any) -> None:
     assert result.translations[0].tokens == expected.tokens
 
 
+def test_trainable_runs_in_workers_are_the_runs_trained_in_turn() -> None:
+    """Runs that build and train themselves (chapter 10's recall models): two workers give the
+    weights and losses of one, which are those of recall_model + train_recall in this process."""
+    runs = [Run(kind, RecallConfig(kind, dim=8), init_seed=seed,
+                options={"steps": 6, "max_pairs": 8, "batch": 8, "seed": seed})
+            for kind, seed in (("delta", 1), ("hybrid", 2), ("softmax", 3))]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        alone = train_runs(runs, workers=1)
+        parallel = train_runs(runs, workers=2)
+        model = recall_model("hybrid", dim=8, seed=2)  # the same thread count as the runs
+        losses = train_recall(model, steps=6, max_pairs=8, batch=8, seed=2)
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(alone, parallel, strict=True):
+        assert a.history.losses == b.history.losses and len(a.history.losses) == 6
+        assert a.translations == b.translations == []
+        for key, value in a.model.state_dict().items():
+            assert torch.equal(value, b.model.state_dict()[key]), key
+    assert losses == alone[1].history.losses
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, alone[1].model.state_dict()[key]), key
+    assert alone[0].history.losses != alone[2].history.losses
+
+
 def test_bad_arguments(corpus: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     args = (corpus.train, corpus.src_vocab, corpus.tgt_vocab)
     with pytest.raises(ValueError, match="runs must hold at least one Run"):
         train_runs([], *args)
     with pytest.raises(TypeError, match=r"runs\[0\] must be a Run, got dict"):
         train_runs([{}], *args)  # type: ignore[list-item]
-    with pytest.raises(TypeError, match=r"runs\[0\]\.config must be a Seq2SeqConfig"):
-        train_runs([Run("x", {}, 0)], *args)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"config must be a Seq2SeqConfig, a TransformerConfig "
+                                         r"or a Trainable"):
+        Run("x", {}, 0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"runs\[0\] trains a translation model: src_vocab"):
+        train_runs(make_runs(corpus)[:1], corpus.train)
     with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
         train_runs(make_runs(corpus), *args, workers=0)
     monkeypatch.setenv("ATTNLIB_WORKERS", "three")
@@ -233,8 +263,13 @@ def test_fix_cpu_kernels_after_a_matrix_product_raises(tmp_path: Path) -> None:
     path.write_text("flags : avx2 fma\n")
     code = ("import os\nos.environ.pop('MKL_CBWR', None)\n"
             "import torch, attnlib.book.repro\n" + PRODUCT
-            + f"attnlib.book.repro.fix_cpu_kernels({str(path)!r})")
+            + "try:\n"
+            + f"    attnlib.book.repro.fix_cpu_kernels({str(path)!r})\n"
+            + "finally:\n"
+            + "    print(os.environ.get('MKL_CBWR'), os.environ.get('ATEN_CPU_CAPABILITY'))\n")
     result = _python(code, "avx2")
     assert result.returncode != 0
     assert ("RuntimeError: MKL already runs its 'automatic' code path, not 'AVX2': call "
             "fix_cpu_kernels() before any tensor is computed") in result.stderr
+    # the environment child processes inherit is left as it was: they compute like this one
+    assert result.stdout.split()[-2:] == ["None", "avx2"]

@@ -14,7 +14,15 @@ import math
 import torch
 from torch import Tensor
 
-from attnlib._checks import check_int, check_ndim, check_tensor, shape_str
+from attnlib._checks import (
+    check_float_dtype,
+    check_floating,
+    check_int,
+    check_mask,
+    check_ndim,
+    check_positions,
+    shape_str,
+)
 
 __all__ = ["alibi_bias", "alibi_slopes"]
 
@@ -56,15 +64,21 @@ def alibi_bias(
         - output: (H, L, S), to add to scores (B, H, L, S)
 
     Raises:
-        ValueError: if a position tensor or ``slopes`` is not 1-D, or ``allowed`` is not (L, S).
+        TypeError: positions that are not integers, ``slopes`` not floating point, ``allowed``
+            not bool, ``dtype`` not a floating-point dtype.
+        ValueError: if a position tensor or ``slopes`` is not 1-D, a position is negative,
+            ``allowed`` is not (L, S), or a tensor is on another device than ``slopes``.
     """
-    for name, value in (("q_pos", q_pos), ("k_pos", k_pos)):
-        check_ndim(name, check_tensor(name, value), 1, "(L,)" if name == "q_pos" else "(S,)")
-    slopes = check_tensor("slopes", slopes)
+    slopes = check_floating("slopes", slopes)
     check_ndim("slopes", slopes, 1, "(H,)")
+    check_positions("q_pos", q_pos, "(L,)", slopes.device, "slopes")
+    check_positions("k_pos", k_pos, "(S,)", slopes.device, "slopes")
+    check_float_dtype("dtype", dtype)
     distance = (q_pos[:, None] - k_pos[None, :]).abs().double()  # (L, S)
     bias = -slopes.double()[:, None, None] * distance  # (H, L, S)
     if allowed is not None:
+        check_mask("allowed", allowed, distance.shape, expected="(L, S)",
+                   device=slopes.device, bool_only=True)
         if allowed.shape != distance.shape:
             raise ValueError(f"allowed must have shape (L, S) = {shape_str(distance.shape)}, "
                              f"got {shape_str(allowed.shape)}")

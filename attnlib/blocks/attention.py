@@ -9,24 +9,27 @@ computes the attention explicitly, as the formula reads, and also returns the we
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal, overload
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnlib._checks import check_positive, check_qkv
+from attnlib._checks import check_flag, check_qkv
 from attnlib.blocks.masking import _masked_softmax, causal_mask
 
 __all__ = ["scaled_dot_product_attention"]
 
+#: Dtypes whose scores and softmax are computed in float32 (as PyTorch's fused CPU kernel does):
+#: a score of 4 * 300² overflows float16, whose largest number is 65504.
+LOW_PRECISION = (torch.float16, torch.bfloat16)
 
-def _check_dropout_and_scale(dropout_p: float, scale: float | None) -> None:
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, int | float):
-        raise TypeError(f"dropout_p must be a float, got {type(dropout_p).__name__}")
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
-    if scale is not None:
-        check_positive("scale", scale)
+
+def _in_float32(fn: Callable[..., Tensor], query: Tensor, key: Tensor, value: Tensor,
+                *args: object) -> Tensor:
+    """``fn`` on float32 copies of float16 or bfloat16 inputs, the result in their dtype."""
+    return fn(query.float(), key.float(), value.float(), *args).to(query.dtype)
 
 
 @overload
@@ -131,17 +134,22 @@ def scaled_dot_product_attention(
         - output: (..., L, Ev), the batch dimensions of query, key and value broadcast
         - weights: (..., L, S), the batch dimensions of query and key broadcast
 
+    float16 and bfloat16 inputs: the explicit path computes the scores and the softmax in
+    float32, as PyTorch's fused CPU kernel does, and returns the input's dtype.
+
     Raises:
         TypeError: if an input is not a floating-point tensor, key or value differ in dtype from
-            query, ``attn_mask`` is neither bool nor query's float dtype, ``is_causal`` is not a
-            bool or ``dropout_p`` is not a number.
-        ValueError: if an input has fewer than 2 dimensions, query and key differ in E, key and
-            value differ in S, the batch dimensions do not broadcast, ``attn_mask`` does not
-            broadcast to (..., L, S), both ``attn_mask`` and ``is_causal`` are given,
-            ``dropout_p`` is not in [0, 1) or ``scale`` is not finite and > 0.
+            query, ``attn_mask`` is neither bool nor query's float dtype, ``is_causal`` or
+            ``need_weights`` is not a bool or ``dropout_p`` is not a number.
+        ValueError: if an input has fewer than 2 dimensions, query and key differ in E or E is
+            0, key and value differ in S, the batch dimensions do not broadcast, a tensor is on
+            another device than query, ``attn_mask`` does not broadcast to (..., L, S) or holds
+            NaN or +inf, both ``attn_mask`` and ``is_causal`` are given, ``dropout_p`` is not in
+            [0, 1) or ``scale`` is not finite and > 0.
     """
-    attn_mask = check_qkv(query, key, value, attn_mask=attn_mask, is_causal=is_causal)
-    _check_dropout_and_scale(dropout_p, scale)
+    attn_mask = check_qkv(query, key, value, attn_mask=attn_mask, is_causal=is_causal,
+                          scale=scale, dropout_p=dropout_p)
+    check_flag("need_weights", need_weights)
     output, weights = _scaled_dot_product_attention(
         query, key, value, attn_mask, is_causal, dropout_p, scale, need_weights
     )
@@ -168,6 +176,9 @@ def _scaled_dot_product_attention(
     checked again: a module that checked its own (:class:`~attnlib.blocks.multihead.MultiHeadAttention`)
     calls this, so a mask is checked once per call.
     """
+    if attn_mask is not None and attn_mask.ndim < 2:
+        # a 0-d or (S,) mask broadcasts, but PyTorch's kernels index its dimension -2
+        attn_mask = attn_mask.reshape((1,) * (2 - attn_mask.ndim) + tuple(attn_mask.shape))
     if not need_weights:
         # torch 2.13's CPU kernels (fused and math) already return zero output, and zero
         # gradients, for a query whose row of the mask is all False (or all -inf): they use a
@@ -186,6 +197,12 @@ def _scaled_dot_product_attention(
         scale = 1.0 / math.sqrt(query.shape[-1])
     if is_causal:
         attn_mask = causal_mask(query.shape[-2], key.shape[-2], device=query.device)  # (L, S)
+    if query.dtype in LOW_PRECISION:  # scores and softmax in float32, as the fused kernel
+        if attn_mask is not None and attn_mask.is_floating_point():
+            attn_mask = attn_mask.float()
+        output, weights = _attend(query.float(), key.float(), value.float(), attn_mask, scale,
+                                  dropout_p)
+        return output.to(query.dtype), weights.to(query.dtype)
     return _attend(query, key, value, attn_mask, scale, dropout_p)
 
 

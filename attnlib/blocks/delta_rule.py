@@ -31,10 +31,11 @@ from torch import Tensor, nn
 
 from attnlib._checks import (
     check_choice,
+    check_flag,
     check_floating,
+    check_input,
     check_int,
     check_ndim,
-    check_tensor,
     shape_str,
 )
 
@@ -43,9 +44,11 @@ __all__ = ["DeltaNet", "delta_rule_chunked", "delta_rule_recurrent"]
 
 def _check_inputs(query: Tensor, key: Tensor, value: Tensor, beta: Tensor,
                   decay: Tensor | None, state: Tensor | None) -> None:
-    for name, t in (("query", query), ("key", key), ("value", value), ("beta", beta)):
-        check_tensor(name, t)
-        check_floating(name, t)
+    query = check_floating("query", query)
+    for name, t in (("key", key), ("value", value), ("beta", beta), ("decay", decay),
+                    ("state", state)):
+        if t is not None or name not in ("decay", "state"):
+            check_input(name, t, query, other="query")
     check_ndim("query", query, 4, "(B, H, L, E)")
     check_ndim("key", key, 4, "(B, H, L, E)")
     check_ndim("value", value, 4, "(B, H, L, Ev)")
@@ -58,18 +61,17 @@ def _check_inputs(query: Tensor, key: Tensor, value: Tensor, beta: Tensor,
     if beta.shape != query.shape[:3]:
         raise ValueError(f"beta must have shape (B, H, L) = {shape_str(query.shape[:3])}, got "
                          f"{shape_str(beta.shape)}")
-    if bool(((beta < 0) | (beta > 1)).any()):
+    meta = query.device.type == "meta"
+    if not meta and bool(((beta < 0) | (beta > 1)).any()):
         raise ValueError("beta must lie in [0, 1] (a writing strength), got values outside")
     if decay is not None:
-        check_tensor("decay", decay)
         if decay.shape != query.shape[:3]:
             raise ValueError(f"decay must have shape (B, H, L) = {shape_str(query.shape[:3])}, "
                              f"got {shape_str(decay.shape)}")
-        if not bool(((decay > 0) & (decay <= 1)).all()):
+        if not meta and not bool(((decay > 0) & (decay <= 1)).all()):
             raise ValueError("decay must lie in (0, 1] (a forgetting factor), got values "
                              "outside")
     if state is not None:
-        check_tensor("state", state)
         expected = (*query.shape[:2], query.shape[-1], value.shape[-1])
         if state.shape != expected:
             raise ValueError(f"state must have shape (B, H, E, Ev) = {shape_str(expected)}, got "
@@ -96,12 +98,15 @@ def delta_rule_recurrent(
         - output: (B, H, L, Ev), and the state after the last token (B, H, E, Ev)
 
     Raises:
-        ValueError: if the shapes do not fit, beta is outside [0, 1] or decay outside (0, 1].
-        TypeError: if an input is not a floating tensor.
+        ValueError: if the shapes do not fit, beta is outside [0, 1] or decay outside (0, 1],
+            or a tensor is on another device than ``query``.
+        TypeError: if an input is not a floating tensor of query's dtype.
     """
     _check_inputs(query, key, value, beta, decay, state)
     B, H, L, E = query.shape
     memory = query.new_zeros(B, H, E, value.shape[-1]) if state is None else state
+    if L == 0:
+        return value.new_zeros(B, H, 0, value.shape[-1]), memory
     outputs = []
     for t in range(L):
         alpha = None if decay is None else decay[:, :, t]
@@ -113,13 +118,16 @@ def delta_rule_recurrent(
 
 def _delta_step(memory: Tensor, q: Tensor, k: Tensor, v: Tensor, beta: Tensor,
                 alpha: Tensor | None) -> tuple[Tensor, Tensor]:
-    """One token: memory (B, H, E, Ev); q, k (B, H, E); v (B, H, Ev); beta, alpha (B, H)."""
+    """One token: memory (B, H, E, Ev); q, k (B, H, E); v (B, H, Ev);
+    beta, alpha (B, H)."""
     if alpha is not None:
         memory = alpha[..., None, None] * memory  # forget first
-    read = (k[..., None, :] @ memory)[..., 0, :]  # what M holds under k: (B, H, Ev)
+    # what M holds under k: (B, H, Ev)
+    read = (k[..., None, :] @ memory)[..., 0, :]
     error = beta[..., None] * (v - read)  # write only the difference
     memory = memory + k[..., :, None] * error[..., None, :]  # (B, H, E, Ev)
-    return memory, (q[..., None, :] @ memory)[..., 0, :]  # and o = M^T q: (B, H, Ev)
+    # and o = M^T q: (B, H, Ev)
+    return memory, (q[..., None, :] @ memory)[..., 0, :]
 
 
 def delta_rule_chunked(
@@ -148,13 +156,26 @@ def delta_rule_chunked(
     Shape:
         as :func:`delta_rule_recurrent`.
 
+    float16 and bfloat16 inputs are computed in float32 (the triangular solve has no
+    half-precision kernel on the CPU) and the results returned in the input's dtype.
+
     Raises:
         as :func:`delta_rule_recurrent`; ValueError if ``chunk_size`` < 1.
     """
     _check_inputs(query, key, value, beta, decay, state)
+    check_int("chunk_size", chunk_size, minimum=1)
+    if query.dtype in (torch.float16, torch.bfloat16):
+        out, memory = delta_rule_chunked(
+            query.float(), key.float(), value.float(), beta.float(),
+            None if decay is None else decay.float(), None if state is None else state.float(),
+            chunk_size)
+        return out.to(query.dtype), memory.to(query.dtype)
     B, H, n, E = query.shape
+    if n == 0:
+        memory = query.new_zeros(B, H, E, value.shape[-1]) if state is None else state
+        return value.new_zeros(B, H, 0, value.shape[-1]), memory
     Ev = value.shape[-1]
-    C = min(check_int("chunk_size", chunk_size, minimum=1), max(n, 1))
+    C = min(chunk_size, n)
     chunks = -(-n // C)
     pad = chunks * C - n
     log_decay = (torch.zeros_like(beta) if decay is None else decay.log())  # (B, H, n)
@@ -210,7 +231,9 @@ class DeltaNet(nn.Module):
 
     Raises:
         ValueError: if ``num_heads`` does not divide ``embed_dim`` or a size is < 1; in
-            ``forward``, if ``x`` is not (B, L, D).
+            ``forward``, if ``x`` is not (B, L, D) with L >= 1, or ``state`` does not fit it.
+        TypeError: a non-bool ``gated``; in ``forward``, ``x`` of another dtype than the
+            parameters', or a ``state`` that is not the pair ``forward`` returned.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, *, gated: bool = False,
@@ -220,6 +243,8 @@ class DeltaNet(nn.Module):
         check_int("embed_dim", embed_dim, minimum=1)
         check_int("num_heads", num_heads, minimum=1)
         check_int("conv_size", conv_size, minimum=1)
+        check_int("chunk_size", chunk_size, minimum=1)
+        check_flag("gated", gated)
         check_choice("rule", rule, ("delta", "linear"))
         if embed_dim % num_heads:
             raise ValueError(f"num_heads must divide embed_dim, got embed_dim = {embed_dim} "
@@ -237,16 +262,17 @@ class DeltaNet(nn.Module):
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=False, dtype=dtype)
 
     def _heads(self, t: Tensor) -> Tensor:
-        B, L, _ = t.shape
-        return t.view(B, L, self.num_heads, -1).transpose(1, 2)  # (B, H, L, E)
+        B, L, D = t.shape
+        return t.view(B, L, self.num_heads, D // self.num_heads).transpose(1, 2)  # (B, H, L, E)
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        x = check_tensor("x", x)
-        check_ndim("x", x, 3, "(B, L, D)")
-        if x.shape[-1] != self.embed_dim:
-            raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
+        x = check_input("x", x, self.qkv_proj.weight, 3, "(B, L, D)")
+        if x.shape[-1] != self.embed_dim or x.shape[1] == 0:
+            raise ValueError(f"x must have shape (B, L, D) with L >= 1 and D = embed_dim = "
                              f"{self.embed_dim}, got shape {shape_str(x.shape)}")
+        if state is not None:
+            self._check_state(state, x)
         B, L, D = x.shape
         projected = self.qkv_proj(x)  # (B, L, 3D)
         past = (projected.new_zeros(B, self.conv_size - 1, 3 * D) if state is None
@@ -263,6 +289,8 @@ class DeltaNet(nn.Module):
             decay = None
             if self.decay_proj is not None:
                 decay = torch.sigmoid(self.decay_proj(x)).transpose(1, 2)  # (B, H, L)
+                # sigmoid underflows to 0 below about -100; keep alpha > 0
+                decay = decay.clamp_min(torch.finfo(decay.dtype).tiny)
             run = delta_rule_chunked if L > 1 else delta_rule_recurrent
             kwargs = {"chunk_size": self.chunk_size} if L > 1 else {}
             out, memory = run(q, k, F.silu(v), beta, decay, memory, **kwargs)
@@ -270,15 +298,34 @@ class DeltaNet(nn.Module):
         merged = out.transpose(1, 2).reshape(B, L, D)  # (B, L, D)
         return self.out_proj(merged), (memory, tail)
 
+    def _check_state(self, state: object, x: Tensor) -> None:
+        """A state this layer could have returned for a batch of ``x``'s size."""
+        if not isinstance(state, tuple) or len(state) != 2:
+            raise TypeError(f"state must be the (memory, conv inputs) pair forward returned, "
+                            f"or None, got {type(state).__name__}")
+        B, D, H = x.shape[0], self.embed_dim, self.num_heads
+        E = D // H
+        Ev = E + 1 if self.rule == "linear" else E
+        for name, t, shape in (("state[0]", state[0], (B, H, E, Ev)),
+                               ("state[1]", state[1], (B, self.conv_size - 1, 3 * D))):
+            check_input(name, t, x, other="x")
+            if tuple(t.shape) != shape:
+                raise ValueError(f"{name} must have shape {shape_str(shape)} for x of shape "
+                                 f"{shape_str(x.shape)}, got {shape_str(t.shape)}")
+
     @staticmethod
     def _linear(q: Tensor, k: Tensor, v: Tensor, memory: Tensor | None
                 ) -> tuple[Tensor, Tensor]:
-        """Causal linear attention with a running state [sum phi(k) v^T | sum phi(k)]."""
+        """Causal linear attention with a running state [sum phi(k) v^T | sum phi(k)].
+
+        Within the call the sums are taken in the quadratic order, (phi(Q) phi(K)^T masked)
+        [V | 1], which is cheaper than L outer products of E x Ev for the short lines here.
+        """
         fq, fk = F.elu(q) + 1, F.elu(k) + 1  # (B, H, L, E)
-        ones = torch.ones_like(v[..., :1])
-        kv = fk[..., :, None] * torch.cat((v, ones), -1)[..., None, :]  # (B, H, L, E, Ev+1)
-        sums = kv.cumsum(2)
+        v1 = torch.cat((v, torch.ones_like(v[..., :1])), -1)  # (B, H, L, Ev + 1)
+        both = (fq @ fk.transpose(-2, -1)).tril() @ v1  # (B, H, L, Ev + 1)
+        sums = fk.transpose(-2, -1) @ v1  # this call's sum of phi(k) [v | 1]^T: (B, H, E, Ev+1)
         if memory is not None:
-            sums = sums + memory[:, :, None]
-        both = (fq[..., None, :] @ sums)[..., 0, :]  # (B, H, L, Ev + 1)
-        return both[..., :-1] / both[..., -1:], sums[:, :, -1]
+            both = both + fq @ memory
+            sums = sums + memory
+        return both[..., :-1] / both[..., -1:], sums

@@ -34,6 +34,7 @@ from attnlib._checks import (
     check_tensor,
     shape_str,
 )
+from attnlib.blocks.attention import LOW_PRECISION, _in_float32
 
 
 def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
@@ -93,12 +94,18 @@ def naive_attention(
     Shape:
         query (..., L, E), key (..., S, E), value (..., S, Ev). Returns (..., L, Ev).
 
+    float16 and bfloat16 are computed in float32 and returned in the input's dtype.
+
     Raises:
-        TypeError: a non-tensor, a non-floating tensor, or key or value of another dtype than
-            query.
-        ValueError: mismatched shapes, batch dimensions that do not broadcast, or no key.
+        TypeError: a non-tensor, a non-floating tensor, key or value of another dtype than
+            query, a non-bool ``is_causal``.
+        ValueError: mismatched shapes, batch dimensions that do not broadcast, no key, E = 0,
+            another device, or a ``scale`` that is not finite and > 0.
     """
-    check_qkv(query, key, value, is_causal=is_causal, need_keys=True)
+    check_qkv(query, key, value, is_causal=is_causal, need_keys=True,
+              scale=scale)
+    if query.dtype in LOW_PRECISION:  # float16: computed in float32
+        return _in_float32(naive_attention, query, key, value, is_causal, scale)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = (query @ key.transpose(-2, -1)) * scale  # (..., L, S)
     if is_causal:
@@ -132,16 +139,24 @@ def tiled_attention(
     Shape:
         query (..., L, E), key (..., S, E), value (..., S, Ev). Returns (..., L, Ev).
 
+    Batch dimensions broadcast, as in :func:`naive_attention`. float16 and bfloat16 are
+    computed in float32 and returned in the input's dtype.
+
     Raises:
-        TypeError: a non-tensor, a non-floating tensor, or key or value of another dtype than
-            query.
-        ValueError: mismatched shapes, batch dimensions that do not broadcast, no key, or
-            block sizes < 1.
+        TypeError: a non-tensor, a non-floating tensor, key or value of another dtype than
+            query, a non-bool ``is_causal``, block sizes that are not ints.
+        ValueError: mismatched shapes, batch dimensions that do not broadcast, no key, E = 0,
+            another device, a ``scale`` that is not finite and > 0, or block sizes < 1.
     """
-    check_qkv(query, key, value, is_causal=is_causal, need_keys=True)
+    check_qkv(query, key, value, is_causal=is_causal, need_keys=True,
+              scale=scale)
     _check_block_sizes(block_size_q, block_size_k)
+    if query.dtype in LOW_PRECISION:  # float16: computed in float32
+        return _in_float32(tiled_attention, query, key, value, is_causal, scale,
+                           block_size_q, block_size_k)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     L, S = query.shape[-2], key.shape[-2]
+    query = _broadcast_batch(query, key, value)  # (..., L, E): the output's
     grads = query.requires_grad or key.requires_grad or value.requires_grad
     in_place = not (torch.is_grad_enabled() and grads)
     Ev = value.shape[-1]
@@ -184,6 +199,12 @@ def _check_block_sizes(block_size_q: int, block_size_k: int) -> None:
     check_int("block_size_k", block_size_k, minimum=1)
 
 
+def _broadcast_batch(query: Tensor, key: Tensor, value: Tensor) -> Tensor:
+    """``query`` expanded (a view) to the batch dimensions of query, key and value together."""
+    batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])  # type: ignore[no-untyped-call]
+    return query.expand(*batch, *query.shape[-2:])
+
+
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:
     """Send file descriptor 2 to /dev/null: the profiler's C++ layer logs timestamps there."""
@@ -205,6 +226,9 @@ def peak_memory(fn: Callable[[], object]) -> int:
     what existed before. The sizes are those the code requests, so the figure is the same on
     every machine, unless a kernel sizes a workspace by the number of threads (PyTorch's fused
     attention kernel does). Memory obtained outside PyTorch's allocator is not seen.
+
+    Raises:
+        TypeError: if ``fn`` is not callable.
     """
     current = peak = 0
     # + for an allocation, - for a release, in time order
@@ -219,6 +243,9 @@ def _allocations(fn: Callable[[], object]) -> list[int]:
     from torch._C._autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
+    if not callable(fn):
+        raise TypeError(f"fn must be callable (called without arguments), got "
+                        f"{type(fn).__name__}")
     with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     # The raw allocation records, not the operators' "self memory" of prof.events(): that puts a

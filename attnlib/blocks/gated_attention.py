@@ -16,6 +16,10 @@ Three small changes to chapter 9's attention, each one option of :class:`CausalS
   cache at every step, as StreamingLLM does, so that a kept first token sits just before
   the window rather than thousands of positions back.
 
+A fourth option, ``conv_size``, passes the query, key and value projections through a short
+depthwise causal convolution, as :class:`~attnlib.blocks.delta_rule.DeltaNet` does, so that a
+key at token t can carry token t - 1 (off by default).
+
 ``forward(x, state)`` returns the output and the cache to continue from (:class:`KVState`);
 ``state=None`` reads a whole sequence from position 0.
 """
@@ -28,32 +32,44 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attnlib._checks import check_floating, check_int, check_ndim, check_tensor, shape_str
+from attnlib._checks import (
+    check_flag,
+    check_input,
+    check_instance,
+    check_int,
+    check_mask,
+    check_qkv,
+    shape_str,
+)
+from attnlib.blocks.masking import _masked_softmax
 from attnlib.blocks.positional import RotaryPositionalEmbedding
 
 __all__ = ["CausalSelfAttention", "KVState", "attention_with_sink", "gated_attention"]
 
 
-def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        check_tensor(name, t)
-        check_floating(name, t)
-        check_ndim(name, t, 4, "(B, H, L, E)" if name == "query" else "(B, H, S, E)")
-    if key.shape[:2] != query.shape[:2] or key.shape[-1] != query.shape[-1]:
-        raise ValueError(f"key must have shape (B, H, S, E) = "
-                         f"{shape_str((*query.shape[:2], 'S', query.shape[-1]))} for query of "
-                         f"shape {shape_str(query.shape)}, got {shape_str(key.shape)}")
-    if value.shape[:3] != key.shape[:3]:
-        raise ValueError(f"value must have shape (B, H, S, Ev) = "
-                         f"{shape_str((*key.shape[:3], 'Ev'))}, got {shape_str(value.shape)}")
+def _check_args(query: Tensor, key: Tensor, value: Tensor, name: str, logits: Tensor,
+                attn_mask: Tensor | None) -> None:
+    """The shared query/key/value check, then ``logits`` (query's dtype and device; (H,) for
+    the sink, (B, H, L, Ev) for the gate) and a bool ``attn_mask`` that broadcasts to the
+    scores (B, H, L, S)."""
+    check_qkv(query, key, value, layout="heads")
+    check_input(name, logits, query, other="query")
+    if name == "sink_logits":
+        expected, shape = f"(H,) = ({query.shape[1]},), one per head", (query.shape[1],)
+    else:
+        shape = (*query.shape[:3], value.shape[-1])
+        expected = f"(B, H, L, Ev) = {shape_str(shape)}"
+    if logits.shape != shape:
+        raise ValueError(f"{name} must have shape {expected}, got {shape_str(logits.shape)}")
+    if attn_mask is not None:
+        scores = (*query.shape[:3], key.shape[2])
+        check_mask("attn_mask", attn_mask, scores, expected="(B, H, L, S)",
+                   device=query.device, bool_only=True)
 
 
 def _scores(query: Tensor, key: Tensor, attn_mask: Tensor | None) -> Tensor:
     scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (B, H, L, S)
     if attn_mask is not None:
-        if attn_mask.dtype != torch.bool:
-            raise TypeError(f"attn_mask must be a bool tensor (True = may attend), got "
-                            f"{attn_mask.dtype}")
         scores = scores.masked_fill(~attn_mask, -math.inf)
     return scores
 
@@ -78,15 +94,12 @@ def attention_with_sink(
         - output: (B, H, L, Ev), and the weights on the real keys (B, H, L, S)
 
     Raises:
-        ValueError: if the shapes do not fit. TypeError: for non-floating inputs or a
-            non-bool mask.
+        ValueError: if the shapes do not fit (E = 0 included), or a tensor is on another
+            device than ``query``. TypeError: for non-floating inputs, dtypes other than
+            ``query``'s, or a non-bool mask.
     """
-    _check_qkv(query, key, value)
-    check_tensor("sink_logits", sink_logits)
+    _check_args(query, key, value, "sink_logits", sink_logits, attn_mask)
     H = query.shape[1]
-    if sink_logits.shape != (H,):
-        raise ValueError(f"sink_logits must have shape (H,) = ({H},), one per head, got "
-                         f"{shape_str(sink_logits.shape)}")
     scores = _scores(query, key, attn_mask)  # (B, H, L, S)
     sink = sink_logits.view(1, H, 1, 1).expand(*scores.shape[:3], 1)  # (B, H, L, 1)
     weights = torch.cat((scores, sink), dim=-1).softmax(dim=-1)[..., :-1]  # (B, H, L, S)
@@ -105,17 +118,16 @@ def gated_attention(
     Shape:
         - query: (B, H, L, E); key: (B, H, S, E); value: (B, H, S, Ev)
         - gate_logits: (B, H, L, Ev); output: (B, H, L, Ev)
+        - attn_mask: bool, broadcastable to (B, H, L, S), True = may attend; a query that
+          may attend to no key gets zero weights and a zero output
 
     Raises:
-        ValueError: if the shapes do not fit.
+        ValueError: if the shapes do not fit (E = 0 included), or a tensor is on another
+            device than ``query``. TypeError: for non-floating inputs, dtypes other than
+            ``query``'s, or a non-bool mask.
     """
-    _check_qkv(query, key, value)
-    check_tensor("gate_logits", gate_logits)
-    expected = (*query.shape[:3], value.shape[-1])
-    if gate_logits.shape != expected:
-        raise ValueError(f"gate_logits must have shape (B, H, L, Ev) = {shape_str(expected)}, "
-                         f"got {shape_str(gate_logits.shape)}")
-    weights = _scores(query, key, attn_mask).softmax(dim=-1)  # (B, H, L, S)
+    _check_args(query, key, value, "gate_logits", gate_logits, attn_mask)
+    weights = _masked_softmax(_scores(query, key, None), attn_mask)  # (B, H, L, S)
     return (weights @ value) * torch.sigmoid(gate_logits)  # (B, H, L, Ev)
 
 
@@ -124,15 +136,18 @@ class KVState:
     """What a :class:`CausalSelfAttention` layer caches: keys before RoPE, and values.
 
     ``seen`` counts the tokens read so far; the cache holds the first ``sink_tokens`` of them
-    and the most recent, ``window`` in all (every one without a window).
+    and the most recent, ``window`` in all (every one without a window). With a short
+    convolution, ``conv_tail`` holds its last ``conv_size - 1`` inputs.
 
     Shape:
         - keys, values: (B, H_kv, S, E), S = min(seen, window)
+        - conv_tail: (B, conv_size - 1, D + 2 H_kv E) or None
     """
 
     keys: Tensor
     values: Tensor
     seen: int
+    conv_tail: Tensor | None = None
 
 
 class CausalSelfAttention(nn.Module):
@@ -147,6 +162,7 @@ class CausalSelfAttention(nn.Module):
         sink_tokens: with a window, how many first tokens are always kept (StreamingLLM).
         gate: a sigmoid gate on each head's output (Qiu et al.).
         learned_sink: one learned sink logit per head (gpt-oss).
+        conv_size: 0 (none), or the taps of a short causal convolution on q, k and v.
         rope_base: RoPE's base.
 
     Shape:
@@ -154,13 +170,16 @@ class CausalSelfAttention(nn.Module):
 
     Raises:
         ValueError: if the heads do not divide, E is odd, or ``sink_tokens`` is not below
-            ``window``; in ``forward``, if ``x`` is not (B, L, D).
+            ``window``; in ``forward``, if ``x`` is not (B, L, D) or ``state`` is not a cache
+            this layer could have returned for ``x``'s batch.
+        TypeError: non-bool ``gate`` or ``learned_sink``; in ``forward``, ``x`` of another
+            dtype than the parameters', or a ``state`` that is not a :class:`KVState`.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, num_kv_heads: int | None = None, *,
                  window: int | None = None, sink_tokens: int = 0, gate: bool = False,
-                 learned_sink: bool = False, rope_base: float = 10000.0,
-                 dtype: torch.dtype | None = None) -> None:
+                 learned_sink: bool = False, conv_size: int = 0,
+                 rope_base: float = 10000.0, dtype: torch.dtype | None = None) -> None:
         super().__init__()
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         for name, v in (("embed_dim", embed_dim), ("num_heads", num_heads),
@@ -176,6 +195,9 @@ class CausalSelfAttention(nn.Module):
         if window is not None:
             check_int("window", window, minimum=1)
         check_int("sink_tokens", sink_tokens, minimum=0)
+        check_int("conv_size", conv_size, minimum=0)
+        check_flag("gate", gate)
+        check_flag("learned_sink", learned_sink)
         if sink_tokens and (window is None or sink_tokens >= window):
             raise ValueError(f"sink_tokens must be below window (the sinks are part of it), "
                              f"got sink_tokens = {sink_tokens} and window = {window}")
@@ -191,6 +213,10 @@ class CausalSelfAttention(nn.Module):
         self.sink_logits = nn.Parameter(torch.zeros(num_heads, dtype=dtype)) \
             if learned_sink else None
         self.rope = RotaryPositionalEmbedding(E, rope_base)
+        self.conv_size = conv_size
+        channels = embed_dim + 2 * kv  # depthwise: one filter per channel of q, k and v
+        self.conv = nn.Conv1d(channels, channels, conv_size, groups=channels, bias=False,
+                              dtype=dtype) if conv_size else None
 
     def _split(self, t: Tensor, heads: int) -> Tensor:
         B, L, _ = t.shape
@@ -206,15 +232,27 @@ class CausalSelfAttention(nn.Module):
 
     def _attend(self, x: Tensor, state: KVState | None
                 ) -> tuple[Tensor, Tensor, KVState]:
-        x = check_tensor("x", x)
-        check_ndim("x", x, 3, "(B, L, D)")
+        x = check_input("x", x, self.q_proj.weight, 3, "(B, L, D)")
         if x.shape[-1] != self.embed_dim:
             raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
                              f"{self.embed_dim}, got shape {shape_str(x.shape)}")
+        if state is not None:
+            self._check_state(state, x)
         B, L, _ = x.shape
-        q = self._split(self.q_proj(x), self.num_heads)  # (B, H, L, E)
-        k = self._split(self.k_proj(x), self.num_kv_heads)  # (B, H_kv, L, E), before RoPE
-        v = self._split(self.v_proj(x), self.num_kv_heads)
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        tail = None
+        if self.conv is not None:  # a short causal convolution over the last conv_size tokens
+            qkv = torch.cat((q, k, v), dim=-1)  # (B, L, D + 2 kv)
+            past = (qkv.new_zeros(B, self.conv_size - 1, qkv.shape[-1])
+                    if state is None or state.conv_tail is None else state.conv_tail)
+            padded = torch.cat((past, qkv), dim=1)  # (B, c - 1 + L, D + 2 kv)
+            tail = padded[:, padded.shape[1] - (self.conv_size - 1):]
+            qkv = self.conv(padded.transpose(1, 2)).transpose(1, 2)  # (B, L, D + 2 kv)
+            kv = k.shape[-1]
+            q, k, v = qkv.split((self.embed_dim, kv, kv), dim=-1)
+        q = self._split(q, self.num_heads)  # (B, H, L, E)
+        k = self._split(k, self.num_kv_heads)  # (B, H_kv, L, E), before RoPE
+        v = self._split(v, self.num_kv_heads)
         seen = 0 if state is None else state.seen
         if state is not None:
             k = torch.cat((state.keys, k), dim=2)  # (B, H_kv, S, E)
@@ -237,17 +275,36 @@ class CausalSelfAttention(nn.Module):
             s, recent = self.sink_tokens, self.window - self.sink_tokens
             keep = torch.cat((torch.arange(s), torch.arange(S - recent, S))).to(x.device)
             k, v = k.index_select(2, keep), v.index_select(2, keep)
-        return out, weights, KVState(k, v, seen + L)
+        return out, weights, KVState(k, v, seen + L, tail)
+
+    def _check_state(self, state: KVState, x: Tensor) -> None:
+        """A cache this layer could have returned for a batch of ``x``'s size."""
+        check_instance("state", state, KVState, "a KVState (from this layer) or None")
+        shape = (x.shape[0], self.num_kv_heads)
+        for name, t in (("state.keys", state.keys), ("state.values", state.values)):
+            check_input(name, t, x, 4, "(B, H_kv, S, E)", other="x")
+            if tuple(t.shape[:2]) != shape or t.shape[3] != self.head_dim:
+                raise ValueError(f"{name} must have shape (B, H_kv, S, E) = "
+                                 f"{shape_str((*shape, 'S', self.head_dim))} for x of shape "
+                                 f"{shape_str(x.shape)}, got {shape_str(t.shape)}")
+        check_int("state.seen", state.seen, minimum=0)
+        S = state.keys.shape[2]
+        full = state.seen if self.window is None else min(state.seen, self.window)
+        if state.values.shape[2] != S or S != full:
+            raise ValueError(f"state holds {S} keys and {state.values.shape[2]} values after "
+                             f"{state.seen} tokens; this layer keeps {full}")
 
     def _heads(self, x: Tensor, q: Tensor, k: Tensor, v: Tensor, mask: Tensor
                ) -> tuple[Tensor, Tensor]:
-        """Each head's output and weights: softmax (or with the sink), then the gate."""
+        """Each head's output and weights: softmax (or with the sink), then
+        the gate."""
         if self.sink_logits is not None:  # gpt-oss: one more logit, value zero
-            heads, weights = attention_with_sink(q, k, v, self.sink_logits, mask)
+            heads, weights = attention_with_sink(q, k, v, self.sink_logits,
+                                                 mask)
         else:
             weights = _scores(q, k, mask).softmax(dim=-1)  # (B, H, L, S)
             heads = weights @ v  # (B, H, L, E)
-        if self.g_proj is not None:  # Qiu et al.: a sigmoid of the layer's input
+        if self.g_proj is not None:  # Qiu et al.: a sigmoid of the input
             gate = torch.sigmoid(self._split(self.g_proj(x), self.num_heads))
             heads = heads * gate  # element by element, per head
         return heads, weights

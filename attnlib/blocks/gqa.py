@@ -24,10 +24,13 @@ import torch
 from torch import Tensor, nn
 
 from attnlib._checks import (
+    check_flag,
+    check_floating,
+    check_input,
+    check_instance,
     check_int,
     check_ndim,
     check_qkv,
-    check_tensor,
     shape_str,
 )
 from attnlib.blocks.attention import _scaled_dot_product_attention
@@ -69,7 +72,7 @@ def repeat_kv(x: Tensor, groups: int) -> Tensor:
         TypeError: if ``x`` is not a tensor or ``groups`` not an int.
         ValueError: if ``x`` is not 4-D or ``groups`` < 1.
     """
-    x = check_tensor("x", x)
+    x = check_floating("x", x)
     check_ndim("x", x, 4, "(B, H_kv, S, E)")
     check_int("groups", groups, minimum=1)
     return x.repeat_interleave(groups, dim=1)  # (B, H_kv G, S, E)
@@ -147,6 +150,7 @@ def gqa_parameter_count(embed_dim: int, num_heads: int, num_kv_heads: int,
     """
     check_int("embed_dim", embed_dim, minimum=1)
     _check_groups(num_heads, num_kv_heads)
+    check_flag("bias", bias)
     if embed_dim % num_heads:
         raise ValueError(f"num_heads must divide embed_dim, got embed_dim = {embed_dim} and "
                          f"num_heads = {num_heads}")
@@ -211,11 +215,11 @@ class GroupedQueryAttention(nn.Module):
 
     def _project(self, x: object, offset: int) -> tuple[Tensor, Tensor, Tensor]:
         """Queries (B, H, L, E), keys and values (B, H_kv, L, E) of ``x`` (B, L, D), with RoPE."""
-        x = check_tensor("x", x)
-        check_ndim("x", x, 3, "(B, L, D)")
+        x = check_input("x", x, self.q_proj.weight, 3, "(B, L, D)")
         if x.shape[-1] != self.embed_dim:
             raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
                              f"{self.embed_dim}, got shape {shape_str(x.shape)}")
+        check_int("offset", offset, minimum=0)
         q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, L, E)
         k = split_heads(self.k_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
         v = split_heads(self.v_proj(x), self.num_kv_heads)  # (B, H_kv, L, E)
@@ -231,12 +235,32 @@ class GroupedQueryAttention(nn.Module):
         offset: int = 0,
     ) -> tuple[Tensor, Tensor, Tensor]:
         q, k, v = self._project(x, offset)  # (B, H, L, E), (B, H_kv, L, E) x 2
+        self._check_past(past, q.shape[0])
         keys, values = k, v
         if past is not None:
             keys = torch.cat((past[0], k), dim=2)  # (B, H_kv, P + L, E)
             values = torch.cat((past[1], v), dim=2)  # (B, H_kv, P + L, E)
         heads = grouped_query_attention(q, keys, values, attn_mask)  # (B, H, L, E)
         return self.out_proj(merge_heads(heads)), k, v  # (B, L, D), (B, H_kv, L, E) x 2
+
+    def _check_past(self, past: object, B: int) -> None:
+        """``past`` must be None or a pair of (B, H_kv, P, E) tensors like the parameters."""
+        if past is None:
+            return
+        want = f"(B, H_kv, P, E) = ({B}, {self.num_kv_heads}, P, {self.head_dim})"
+        if not isinstance(past, tuple | list) or len(past) != 2:
+            raise TypeError(f"past must be None or a pair (keys, values) of tensors {want}, "
+                            f"got {type(past).__name__}")
+        shapes = []
+        for i, t in enumerate(past):
+            t = check_input(f"past[{i}]", t, self.q_proj.weight, 4, want)
+            _, H_kv, _, E = t.shape
+            if (t.shape[0], H_kv, E) != (B, self.num_kv_heads, self.head_dim):
+                raise ValueError(f"past[{i}] must have shape {want}, got {shape_str(t.shape)}")
+            shapes.append(t.shape)
+        if shapes[0] != shapes[1]:
+            raise ValueError(f"past's keys and values must have one shape {want}, got "
+                             f"{shape_str(shapes[0])} and {shape_str(shapes[1])}")
 
 
 def mean_pool_kv(
@@ -257,8 +281,7 @@ def mean_pool_kv(
     Raises:
         ValueError: if ``num_kv_heads`` does not divide the current key/value head count.
     """
-    old = attention.num_kv_heads
-    _check_pooling(old, num_kv_heads)
+    old = _check_pooling(attention, num_kv_heads)
     w = attention.q_proj.weight
     pooled = GroupedQueryAttention(
         attention.embed_dim, attention.num_heads, num_kv_heads,
@@ -280,9 +303,13 @@ def mean_pool_kv(
     return pooled
 
 
-def _check_pooling(old: int, num_kv_heads: int) -> None:
-    """``num_kv_heads`` must be an int >= 1 that divides the current ``old`` heads."""
+def _check_pooling(attention: GroupedQueryAttention, num_kv_heads: int) -> int:
+    """A GroupedQueryAttention, and an int ``num_kv_heads`` >= 1 that divides its current
+    key/value heads; returns that current count."""
+    check_instance("attention", attention, GroupedQueryAttention, "a GroupedQueryAttention")
+    old = attention.num_kv_heads
     check_int("num_kv_heads", num_kv_heads, minimum=1)
     if old % num_kv_heads:
         raise ValueError(f"num_kv_heads must divide the current {old} key/value heads, got "
                          f"{num_kv_heads}")
+    return old

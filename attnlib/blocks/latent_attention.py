@@ -35,7 +35,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from attnlib._checks import check_int, check_ndim, check_tensor, shape_str
+from attnlib._checks import check_flag, check_input, check_int, shape_str
 from attnlib.blocks.positional import RotaryPositionalEmbedding
 
 __all__ = ["MultiHeadLatentAttention", "mla_cache_elements"]
@@ -68,7 +68,9 @@ class MultiHeadLatentAttention(nn.Module):
 
     Raises:
         ValueError: if a size is < 1 or ``rope_dim`` is odd; in ``forward``, if ``x`` is not
-            (B, L, D).
+            (B, L, D) or ``state`` does not fit it.
+        TypeError: in ``forward``, ``x`` of another dtype than the parameters', a non-bool
+            ``absorbed``, or a ``state`` that is not the pair ``forward`` returned.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, head_dim: int, latent_dim: int,
@@ -93,11 +95,13 @@ class MultiHeadLatentAttention(nn.Module):
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None,
                 absorbed: bool = False) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        x = check_tensor("x", x)
-        check_ndim("x", x, 3, "(B, L, D)")
+        x = check_input("x", x, self.q_proj.weight, 3, "(B, L, D)")
         if x.shape[-1] != self.embed_dim:
             raise ValueError(f"x must have shape (B, L, D) with D = embed_dim = "
                              f"{self.embed_dim}, got shape {shape_str(x.shape)}")
+        check_flag("absorbed", absorbed)
+        if state is not None:
+            self._check_state(state, x)
         B, L, _ = x.shape
         H, E, R = self.num_heads, self.head_dim, self.rope_dim
         P = 0 if state is None else state[0].shape[1]
@@ -118,6 +122,21 @@ class MultiHeadLatentAttention(nn.Module):
             out = self._naive(q, position, latent, mask)
         return out, (latent, k_rope)
 
+    def _check_state(self, state: object, x: Tensor) -> None:
+        """A cache this layer could have returned for a batch of ``x``'s size."""
+        if not isinstance(state, tuple) or len(state) != 2:
+            raise TypeError(f"state must be the (latents, rotated keys) pair forward "
+                            f"returned, or None, got {type(state).__name__}")
+        B = x.shape[0]
+        for name, t, size in (("state[0]", state[0], self.latent_dim),
+                              ("state[1]", state[1], self.rope_dim)):
+            check_input(name, t, x, 3, "(B, S, d_c)" if size == self.latent_dim
+                        else "(B, S, R)", other="x")
+            if t.shape[0] != B or t.shape[2] != size or t.shape[1] != state[0].shape[1]:
+                raise ValueError(f"{name} must have shape {shape_str((B, 'S', size))} for x "
+                                 f"of shape {shape_str(x.shape)} (S the tokens cached), got "
+                                 f"{shape_str(t.shape)}")
+
     def _weights(self, content: Tensor, position: Tensor, mask: Tensor) -> Tensor:
         scale = 1 / math.sqrt(self.head_dim + self.rope_dim)
         scores = (content + position) * scale  # (B, H, L, S)
@@ -134,9 +153,9 @@ class MultiHeadLatentAttention(nn.Module):
         out: Tensor = self.out_proj(heads.transpose(1, 2).flatten(2))  # (B, L, D)
         return out
 
-    def _absorbed(self, q: Tensor, position: Tensor, latent: Tensor, mask: Tensor
-                  ) -> Tensor:
-        """Score and average the latents themselves; no key or value is built."""
+    def _absorbed(self, q: Tensor, position: Tensor, latent: Tensor,
+                  mask: Tensor) -> Tensor:
+        """Score and average the latents themselves; no key or value built."""
         H, E = self.num_heads, self.head_dim
         W_uk = self.k_up.weight.view(H, E, self.latent_dim)  # (H, E, d_c)
         W_uv = self.v_up.weight.view(H, E, self.latent_dim)  # (H, E, d_c)
@@ -144,7 +163,7 @@ class MultiHeadLatentAttention(nn.Module):
         q_latent = q @ W_uk  # W^UK folded into the query: (B, H, L, d_c)
         content = q_latent @ latent[:, None].transpose(-2, -1)  # (B, H, L, S)
         weights = self._weights(content, position, mask)
-        mixed = weights @ latent[:, None]  # the latents averaged: (B, H, L, d_c)
+        mixed = weights @ latent[:, None]  # latents averaged: (B, H, L, d_c)
         W_ov = torch.einsum("dhe,hec->hcd", W_o, W_uv)  # W^UV folded into W^O
         out: Tensor = torch.einsum("bhlc,hcd->bld", mixed, W_ov)  # (B, L, D)
         if self.out_proj.bias is not None:

@@ -24,7 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnlib._checks import check_int, check_qkv
+from attnlib._checks import check_floating, check_int, check_qkv
+from attnlib.blocks.attention import LOW_PRECISION, _in_float32
 from attnlib.blocks.gqa import GroupedQueryAttention, repeat_kv
 from attnlib.blocks.multihead import merge_heads
 
@@ -38,8 +39,45 @@ __all__ = [
 
 
 def elu_feature_map(x: Tensor) -> Tensor:
-    r"""Katharopoulos et al.'s feature map :math:`\phi(x) = \mathrm{elu}(x) + 1 > 0`."""
-    return F.elu(x) + 1.0
+    r"""Katharopoulos et al.'s feature map :math:`\phi(x) = \mathrm{elu}(x) + 1 > 0`.
+
+    Computed as :math:`x + 1` for :math:`x > 0` and :math:`e^x` otherwise, the same function
+    without the cancellation of :math:`(e^x - 1) + 1`, which rounds :math:`\phi(-20)` to 0 in
+    float32 (:math:`e^x` itself reaches 0 only below -87 in float32, -745 in float64).
+    """
+    x = check_floating("x", x)
+    return torch.where(x > 0, x + 1.0, torch.exp(x.clamp(max=0.0)))
+
+
+def _features(query: Tensor, key: Tensor) -> tuple[Tensor, Tensor]:
+    r""":math:`\phi(q_i)` and :math:`\phi(k_j)`, each divided by a positive constant.
+
+    A query whose entries are all negative is shifted so that its largest entry is 0 (one
+    feature is 1); so are the keys of a head, all by the same amount. Dividing
+    :math:`\phi(q_i)` by a constant, or every :math:`\phi(k_j)` by one constant, leaves the
+    weights :math:`\phi(q_i)^\top \phi(k_j) / \sum_{j'} \phi(q_i)^\top \phi(k_{j'})` as
+    they are, and keeps a row of features from underflowing to zeros (0 / 0). Entries with a
+    positive maximum are not shifted.
+
+    Shape:
+        - query: (B, H, L, E); key: (B, H, S, E); outputs: the same
+    """
+    shift_q = query.detach().amax(-1, keepdim=True).clamp(max=0.0)  # (B, H, L, 1)
+    if key.shape[-2] == 0:
+        return elu_feature_map(query - shift_q), elu_feature_map(key)
+    shift_k = key.detach().amax((-2, -1), keepdim=True).clamp(max=0.0)  # (B, H, 1, 1)
+    return elu_feature_map(query - shift_q), elu_feature_map(key - shift_k)
+
+
+def _safe(denominator: Tensor) -> Tensor:
+    """The normaliser, at least the dtype's smallest normal number (its ε).
+
+    It is below that only where every product :math:`\\phi(q_i)^\top \\phi(k_j)` underflows
+    (or there is no key): the numerator is then at most the normaliser times the largest
+    value, so the output stays within the values' range (0 where the numerator is 0 too)
+    instead of 0 / 0 = NaN. Any other normaliser is left exactly as it is.
+    """
+    return denominator.clamp_min(torch.finfo(denominator.dtype).tiny)
 
 
 def linear_attention(
@@ -55,27 +93,38 @@ def linear_attention(
     values are padded at the end with zeros (after the feature map, so they add nothing),
     and the padded queries' rows are dropped. Memory: :math:`O(n C + (n / C) E E_v)`.
 
+    The normaliser is numerically safe: the features are scaled so that no row underflows
+    (:func:`_features`, the weights unchanged) and a normaliser below the dtype's smallest
+    normal number is raised to it (:func:`_safe`, the ε), so finite input gives a finite
+    output. float16 and bfloat16 are computed in float32 (their sums overflow at |x| ~ 250).
+
     Shape:
         - query: (B, H, L, E); key: (B, H, S, E); value: (B, H, S, Ev)
         - output: (B, H, L, Ev)
 
     Raises:
-        ValueError: if the shapes do not fit, or ``is_causal`` with L != S.
-        TypeError: if an input is not a floating tensor.
+        ValueError: if the shapes do not fit, E = 0, the tensors are on different devices,
+            ``is_causal`` with L != S, or ``chunk_size`` < 1.
+        TypeError: if an input is not a floating tensor, ``is_causal`` is not a bool or
+            ``chunk_size`` is not an int.
     """
     check_qkv(query, key, value, layout="heads", is_causal=is_causal,
               causal_needs_l_eq_s=True)
-    q = elu_feature_map(query)  # (B, H, L, E)
-    k = elu_feature_map(key)  # (B, H, S, E)
+    C = check_int("chunk_size", chunk_size, minimum=1)
+    if query.dtype in LOW_PRECISION:  # float16: computed in float32
+        return _in_float32(linear_attention, query, key, value, is_causal, C)
+    q, k = _features(query, key)  # (B, H, L, E), (B, H, S, E)
     if not is_causal:
         summary = k.transpose(-2, -1) @ value  # (B, H, E, Ev)
         normaliser = k.sum(dim=-2)  # (B, H, E)
         numerator = q @ summary  # (B, H, L, Ev)
         weighted = q * normaliser[:, :, None, :]  # (B, H, L, E)
-        return numerator / weighted.sum(-1, keepdim=True)  # (B, H, L, Ev)
+        return numerator / _safe(weighted.sum(-1, keepdim=True))
     B, H, n, E = q.shape
     Ev = value.shape[-1]
-    C = min(check_int("chunk_size", chunk_size, minimum=1), n)
+    if n == 0:
+        return value.new_zeros(B, H, 0, Ev)
+    C = min(C, n)
     chunks = -(-n // C)
     pad = chunks * C - n
     # Padded queries are ones, not zeros: their rows are dropped, but 0/0 there
@@ -95,8 +144,9 @@ def linear_attention(
     numerator = scores @ v_c + q_c @ states  # (B, H, chunks, C, Ev)
     past = (q_c * sums[..., None, :]).sum(-1, keepdim=True)  # (..., C, 1)
     denominator = scores.sum(-1, keepdim=True) + past  # (B, H, chunks, C, 1)
-    out = (numerator / denominator).view(B, H, chunks * C, Ev)  # n + pad rows
-    return out[:, :, :n]  # (B, H, n, Ev)
+    out = (numerator / _safe(denominator)).view(B, H, chunks * C, Ev)
+    return out[:, :, :n]  # (B, H, n, Ev): the padded rows dropped
+
 
 
 def linear_attention_quadratic(
@@ -109,14 +159,22 @@ def linear_attention_quadratic(
         A_{ij} = \frac{\phi(q_i)^\top \phi(k_j)}{\sum_{j'} \phi(q_i)^\top \phi(k_{j'})}, \qquad
         \mathrm{out} = A V
 
+    With the same scaled features and safe normaliser as :func:`linear_attention`.
+
     Shape:
+        as :func:`linear_attention`.
+
+    Raises:
         as :func:`linear_attention`.
     """
     check_qkv(query, key, value, layout="heads", is_causal=is_causal)
-    scores = elu_feature_map(query) @ elu_feature_map(key).transpose(-2, -1)  # (B, H, L, S)
+    if query.dtype in LOW_PRECISION:
+        return _in_float32(linear_attention_quadratic, query, key, value, is_causal)
+    q, k = _features(query, key)
+    scores = q @ k.transpose(-2, -1)  # (B, H, L, S)
     if is_causal:
         scores = scores.tril()
-    return scores / scores.sum(-1, keepdim=True) @ value  # (B, H, L, Ev)
+    return scores / _safe(scores.sum(-1, keepdim=True)) @ value  # (B, H, L, Ev)
 
 
 def linear_attention_recurrent(query: Tensor, key: Tensor, value: Tensor) -> Tensor:
@@ -131,21 +189,30 @@ def linear_attention_recurrent(query: Tensor, key: Tensor, value: Tensor) -> Ten
     softmax decoder keeps in its key/value cache, grown to every token, is here one fixed
     matrix. A Python loop over the positions, for checking and for the picture, not for speed.
 
+    The features and the normaliser are the numerically safe ones of :func:`linear_attention`.
+
     Shape:
         - query, key: (B, H, n, E); value: (B, H, n, Ev); output: (B, H, n, Ev)
+
+    Raises:
+        as :func:`linear_attention` with ``is_causal=True``.
     """
     check_qkv(query, key, value, layout="heads", is_causal=True, causal_needs_l_eq_s=True)
-    q, k = elu_feature_map(query), elu_feature_map(key)  # (B, H, n, E)
+    if query.dtype in LOW_PRECISION:
+        return _in_float32(linear_attention_recurrent, query, key, value)
+    q, k = _features(query, key)  # (B, H, n, E), scaled as in linear_attention
     B, H, n, E = q.shape
     state = q.new_zeros(B, H, E, value.shape[-1])  # S: (B, H, E, Ev)
     normaliser = q.new_zeros(B, H, E)  # z: (B, H, E)
+    if n == 0:
+        return value.new_zeros(B, H, 0, value.shape[-1])
     outputs = []
     for i in range(n):
         state = state + k[:, :, i, :, None] * value[:, :, i, None, :]  # + phi(k_i) v_i^T
         normaliser = normaliser + k[:, :, i]
         numerator = (q[:, :, i, None, :] @ state)[:, :, 0]  # (B, H, Ev)
         denominator = (q[:, :, i] * normaliser).sum(-1, keepdim=True)  # (B, H, 1)
-        outputs.append(numerator / denominator)
+        outputs.append(numerator / _safe(denominator))
     return torch.stack(outputs, dim=2)  # (B, H, n, Ev)
 
 

@@ -16,7 +16,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnlib._checks import check_floating, check_mask, check_positive, check_tensor, shape_str
+from attnlib._checks import (
+    check_floating,
+    check_int,
+    check_mask,
+    check_positive,
+    check_tensor,
+    shape_str,
+)
 
 __all__ = [
     "causal_mask",
@@ -208,14 +215,14 @@ def _check_softmax_args(
     scores: Tensor, mask: Tensor | None, dim: int
 ) -> tuple[Tensor, Tensor | None]:
     """The argument checks of :func:`masked_softmax`; returns scores and the checked mask."""
-    scores = check_tensor("scores", scores)
-    check_floating("scores", scores)
+    scores = check_floating("scores", scores)
+    check_int("dim", dim)
     if scores.ndim == 0 or not -scores.ndim <= dim < scores.ndim:
         raise ValueError(
             f"dim must index a dimension of scores of shape {shape_str(scores.shape)}, got {dim}"
         )
     if mask is not None:
-        mask = check_mask("mask", mask, scores.shape, dtype=scores.dtype)
+        mask = check_mask("mask", mask, scores.shape, dtype=scores.dtype, device=scores.device)
     return scores, mask
 
 
@@ -250,7 +257,10 @@ def softmax_with_temperature(
 
 def _divide_by_temperature(scores: Tensor, temperature: float) -> Tensor:
     """``scores / temperature``, refusing a temperature so small that a finite score overflows."""
+    check_floating("scores", scores)
     scaled = scores / temperature
+    if scaled.device.type == "meta":  # no numbers to check (the mask's device is checked next)
+        return scaled
     finite = torch.isfinite(scores)
     if not bool(torch.isfinite(scaled[finite]).all()):
         largest = scores[finite].abs().max().item()

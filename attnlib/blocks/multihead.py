@@ -35,7 +35,10 @@ import torch
 from torch import Tensor, nn
 
 from attnlib._checks import (
+    check_device,
+    check_flag,
     check_floating,
+    check_input,
     check_int,
     check_mask,
     check_ndim,
@@ -68,13 +71,14 @@ def _check_heads(embed_dim: int, num_heads: int, name: str = "embed_dim") -> Non
 
 
 def _check_split_heads(x: Tensor, num_heads: int) -> None:
-    check_tensor("x", x)
+    check_floating("x", x)
     check_ndim("x", x, 3, "(B, L, D)")
+    check_int("num_heads", num_heads, minimum=1)
     _check_heads(x.shape[-1], num_heads, name="x's last size D")
 
 
 def _check_merge_heads(x: Tensor) -> None:
-    check_tensor("x", x)
+    check_floating("x", x)
     check_ndim("x", x, 4, "(B, H, L, E)")
 
 
@@ -151,6 +155,7 @@ def parameter_count(
         ValueError: if a size is < 1 or ``num_heads`` does not divide ``embed_dim``.
     """
     _check_heads(embed_dim, num_heads)
+    check_flag("bias", bias)
     D = embed_dim
     Dk = D if kdim is None else check_int("kdim", kdim, minimum=1)
     Dv = D if vdim is None else check_int("vdim", vdim, minimum=1)
@@ -328,19 +333,12 @@ class MultiHeadAttention(nn.Module):
             ("key", key, self.kdim, "(B, S, kdim)"),
             ("value", value, self.vdim, "(B, S, vdim)"),
         ):
-            check_tensor(name, t)
-            check_floating(name, t)
-            check_ndim(name, t, 3, letters)
+            check_input(name, t, self.q_proj.weight, 3, letters)
             if t.shape[-1] != size:
                 letter = letters.split(", ")[-1].rstrip(")")
                 raise ValueError(
                     f"{name} must have shape {letters} with {letter} = {size}, "
                     f"got shape {shape_str(t.shape)}"
-                )
-            if t.dtype != self.q_proj.weight.dtype:
-                raise TypeError(
-                    f"{name} must have the parameters' dtype {self.q_proj.weight.dtype}, got "
-                    f"{t.dtype}; convert the module (e.g. .double()) or the input"
                 )
         if not query.shape[0] == key.shape[0] == value.shape[0]:
             raise ValueError(
@@ -353,10 +351,8 @@ class MultiHeadAttention(nn.Module):
                 f"key (B, S, kdim) and value (B, S, vdim) must have the same length S, got key "
                 f"of shape {shape_str(key.shape)} and value of shape {shape_str(value.shape)}"
             )
-        for name, flag in (("need_weights", need_weights),
-                           ("average_attn_weights", average_attn_weights)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        check_flag("need_weights", need_weights)
+        check_flag("average_attn_weights", average_attn_weights)
 
     def _merge_masks(
         self,
@@ -370,8 +366,8 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor | None, bool]:
         """One mask broadcastable to (B, H, L, S), and whether to ask SDPA for is_causal."""
         H = self.num_heads
-        if not isinstance(is_causal, bool):
-            raise TypeError(f"is_causal must be a bool, got {type(is_causal).__name__}")
+        device = self.q_proj.weight.device
+        check_flag("is_causal", is_causal)
         if attn_mask is not None and is_causal:
             raise ValueError(
                 "attn_mask and is_causal=True cannot both be given: is_causal=True applies the "
@@ -381,16 +377,16 @@ class MultiHeadAttention(nn.Module):
         parts: list[Tensor] = []
         if attn_mask is not None:
             attn_mask = check_tensor("attn_mask", attn_mask)
-            if attn_mask.ndim == 2:
+            if attn_mask.ndim <= 2:  # (L, S), or a (S,) or 0-d mask that broadcasts to it
                 parts.append(check_mask("attn_mask", attn_mask, (L, S), dtype=dtype,
-                                        expected="(L, S)"))
+                                        expected="(L, S)", device=device))
             elif attn_mask.ndim == 3:
                 attn_mask = check_mask("attn_mask", attn_mask, (B, L, S), dtype=dtype,
-                                       expected="(B, L, S)")
+                                       expected="(B, L, S)", device=device)
                 parts.append(attn_mask[:, None])  # (B, 1, L, S)
             elif attn_mask.ndim == 4:
                 parts.append(check_mask("attn_mask", attn_mask, (B, H, L, S), dtype=dtype,
-                                        expected="(B, H, L, S)"))
+                                        expected="(B, H, L, S)", device=device))
             else:
                 raise ValueError(
                     f"attn_mask must have 2, 3 or 4 dimensions (L, S), (B, L, S) or "
@@ -409,6 +405,7 @@ class MultiHeadAttention(nn.Module):
                     f"key_padding_mask must have shape (B, S) = {shape_str((B, S))}, "
                     f"got shape {shape_str(kpm.shape)}"
                 )
+            check_device("key_padding_mask", kpm, device, "the parameters")
             if is_causal:
                 # SDPA takes is_causal or a mask, not both: fold the causal mask in.
                 parts.append(causal_mask(L, S, device=kpm.device))  # (L, S)

@@ -22,6 +22,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlib._checks import (
+    check_device,
+    check_float_dtype,
     check_floating,
     check_int,
     check_ndim,
@@ -52,12 +54,29 @@ def _check_even(name: str, value: object) -> int:
     return n
 
 
+def _check_table_args(base: object, dtype: object) -> None:
+    """A table's ``base`` (finite and > 0) and ``dtype`` (floating point)."""
+    check_positive("base", base)
+    check_float_dtype("dtype", dtype)
+
+
+def _sinusoids(pos: Tensor, d_model: int, base: float, dtype: torch.dtype) -> Tensor:
+    """The rows PE(pos) of the sinusoidal table for the (float64) positions ``pos`` (L,)."""
+    angles = pos[:, None] * _frequencies(d_model, base, pos.device)[None, :]  # (L, D/2)
+    pe = torch.stack((angles.sin(), angles.cos()), dim=-1)  # (L, D/2, 2)
+    return pe.reshape(len(pos), d_model).to(dtype)  # (L, D): sin, cos, sin, ...
+
+
 def _frequencies(d_model: int, base: float, device: torch.device | str | None = None) -> Tensor:
     r""":math:`\omega_i = \text{base}^{-2i/d}` for i = 0, ..., d/2 - 1, in float64.
 
     Shape:
         - output: (d_model / 2,)
+
+    Raises:
+        TypeError, ValueError: unless ``base`` is a finite number > 0.
     """
+    check_positive("base", base)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)  # (d/2,)
     return base ** (-two_i / d_model)
 
@@ -100,7 +119,7 @@ def sinusoidal_encoding(
     """
     check_int("max_len", max_len, minimum=0)
     _check_even("d_model", d_model)
-    check_positive("base", base)
+    _check_table_args(base, dtype)
     pos = torch.arange(max_len, dtype=torch.float64, device=device)  # (L,)
     omega = _frequencies(d_model, base, device)  # (D/2,)
     angles = pos[:, None] * omega[None, :]  # (L, D/2), L = max_len
@@ -152,7 +171,7 @@ def relative_shift_matrix(
     """
     check_int("k", k)
     _check_even("d_model", d_model)
-    check_positive("base", base)
+    _check_table_args(base, dtype)
     angle = k * _frequencies(d_model, base, device)  # (D/2,)
     cos, sin = angle.cos(), angle.sin()
     m = torch.zeros(d_model, d_model, dtype=torch.float64, device=device)
@@ -173,7 +192,8 @@ class SinusoidalPositionalEncoding(nn.Module):
     with PE from :func:`sinusoidal_encoding`. The first ``max_len`` rows are kept as the
     non-persistent buffer ``pe`` (a fixed table: not learned, not saved in ``state_dict``).
     ``max_len`` is only the size of that cache: sinusoids are defined for every position, so
-    positions beyond it are computed on the fly, in the input's dtype, and give the same values.
+    positions beyond it are computed on the fly, in the input's dtype, and give the same values
+    (only the L rows asked for: memory follows the sequence, not the offset).
     The buffer has the dtype given at construction (float32 by default); build the module with
     ``dtype=torch.float64`` for a float64 table (``.double()`` would only widen float32 values).
     Dropout acts only in training mode.
@@ -224,15 +244,15 @@ class SinusoidalPositionalEncoding(nn.Module):
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         """Add PE(offset), ..., PE(offset + L - 1); ``offset`` > 0 when decoding step by step."""
         _check_sequence("x", x, self.d_model)
+        check_device("x", x, self.pe.device, "the table pe")
         check_int("offset", offset, minimum=0)
         L = x.shape[1]
         if offset + L <= self.max_len:
             pe = self.pe[offset : offset + L].to(x.dtype)  # (L, D)
         else:
-            table = sinusoidal_encoding(
-                offset + L, self.d_model, self.base, dtype=x.dtype, device=x.device
-            )  # (offset + L, D)
-            pe = table[offset:]  # (L, D)
+            # only the L rows asked for: memory follows the sequence, not the offset
+            pos = torch.arange(offset, offset + L, dtype=torch.float64, device=x.device)
+            pe = _sinusoids(pos, self.d_model, self.base, x.dtype)  # (L, D)
         return F.dropout(x + pe, p=self.dropout, training=self.training)
 
 
@@ -272,7 +292,7 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         """Add the learned vectors of positions offset, ..., offset + L - 1."""
-        _check_sequence("x", x, self.d_model)
+        _check_sequence("x", x, self.d_model, self.embedding.weight)
         check_int("offset", offset, minimum=0)
         L = x.shape[1]
         if offset + L > self.max_len:
@@ -352,6 +372,7 @@ class RotaryPositionalEmbedding(nn.Module):
         if positions is None:
             return torch.arange(offset, offset + L, device=x.device)  # (L,)
         positions = check_tensor("positions", positions)
+        check_device("positions", positions, x.device, "x")
         if offset != 0:
             raise ValueError(
                 f"give either positions or offset, not both; got offset = {offset} and "
@@ -365,6 +386,8 @@ class RotaryPositionalEmbedding(nn.Module):
                 f"{shape_str((B, L))} for x of shape {shape_str(x.shape)}, got shape "
                 f"{shape_str(positions.shape)}"
             )
+        if bool((positions < 0).any()):
+            raise ValueError(f"positions must be >= 0, got {int(positions.min())}")
         return positions
 
     def _check_forward_args(

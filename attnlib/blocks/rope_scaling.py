@@ -87,8 +87,9 @@ def yarn_ramp(head_dim: int, base: float, train_length: int, alpha: float = 1.0,
 
 
 def scaled_frequencies(
-    head_dim: int, base: float = 10000.0, method: str = "rope", scale: float = 1.0,
-    train_length: int | None = None, alpha: float = 1.0, beta: float = 32.0,
+    head_dim: int, base: float = 10000.0, method: str = "rope",
+    scale: float = 1.0, train_length: int | None = None, alpha: float = 1.0,
+    beta: float = 32.0,
 ) -> Tensor:
     r"""The frequencies :math:`\theta'_i` of ``method`` for a context ``scale`` times longer.
 
@@ -111,8 +112,8 @@ def scaled_frequencies(
         return _frequencies(head_dim, ntk_base(base, scale, head_dim))
     if method == "yarn":
         if train_length is None:
-            raise ValueError("method 'yarn' needs train_length, the length trained on, "
-                             "got None")
+            raise ValueError("method 'yarn' needs train_length, the length "
+                             "trained on, got None")
         gamma = yarn_ramp(head_dim, base, train_length, alpha, beta)  # (E/2,)
         return (1 - gamma) * theta / scale + gamma * theta
     return theta

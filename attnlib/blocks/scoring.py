@@ -10,6 +10,7 @@ best key instead, which is not differentiable with respect to the scores.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -17,7 +18,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlib._checks import (
+    check_device,
+    check_flag,
     check_floating,
+    check_input,
+    check_instance,
     check_int,
     check_mask,
     check_ndim,
@@ -25,6 +30,7 @@ from attnlib._checks import (
     check_tensor,
     shape_str,
 )
+from attnlib.blocks.attention import LOW_PRECISION
 from attnlib.blocks.masking import masked_softmax
 
 __all__ = [
@@ -39,13 +45,21 @@ __all__ = [
 
 
 def _check_query_key(
-    query: Tensor, key: Tensor, query_size: int | None = None, key_size: int | None = None
+    query: Tensor, key: Tensor, query_size: int | None = None, key_size: int | None = None,
+    like: Tensor | None = None,
 ) -> None:
-    """Check queries (B, L, Eq) and keys (B, S, Ek); optionally their feature sizes."""
-    check_tensor("query", query)
-    check_tensor("key", key)
-    check_floating("query", query)
+    """Check queries (B, L, Eq) and keys (B, S, Ek); optionally their feature sizes, and the
+    dtype and device of a parameter ``like``. Without parameters (dot-product scores) float16
+    and bfloat16 are refused: raw scores overflow float16 (65504) at ordinary magnitudes."""
+    if like is None:
+        check_floating("query", query)
+    else:
+        check_input("query", query, like)
     check_floating("key", key)
+    check_device("key", key, query.device, "query")
+    if like is None and query.dtype in LOW_PRECISION:
+        raise TypeError(f"query must be float32 or float64, got {query.dtype}: dot-product "
+                        f"scores overflow it; convert the inputs with .float()")
     check_ndim("query", query, 3, "(B, L, Eq)")
     check_ndim("key", key, 3, "(B, S, Ek)")
     if query.shape[0] != key.shape[0]:
@@ -69,7 +83,10 @@ def _check_query_key(
 
 
 def _check_same_size(query: Tensor, key: Tensor) -> None:
-    """Dot-product scores need queries and keys of the same size E."""
+    """Dot-product scores need queries and keys of the same size E, at least 1."""
+    if query.shape[-1] == 0:
+        raise ValueError(f"query and key must have E >= 1 features, got query of shape "
+                         f"{shape_str(query.shape)}")
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(
             f"query and key must have the same size E in their last dimension, got query of "
@@ -115,7 +132,8 @@ class AdditiveScore(nn.Module):
     ):
         super().__init__()
         _check_sizes(
-            query_size=query_size, key_size=key_size, hidden_size=hidden_size
+            query_size=query_size, key_size=key_size, hidden_size=hidden_size,
+            bias=bias,
         )
         self.q_proj = nn.Linear(query_size, hidden_size, bias=bias)
         self.k_proj = nn.Linear(key_size, hidden_size, bias=False)
@@ -126,7 +144,7 @@ class AdditiveScore(nn.Module):
 
     def forward(self, query: Tensor, key: Tensor) -> Tensor:
         _check_query_key(query, key, self.q_proj.in_features,
-                         self.k_proj.in_features)
+                         self.k_proj.in_features, self.w_v)
         q = self.q_proj(query)  # (B, L, h)
         k = self.k_proj(key)  # (B, S, h)
         # (B, L, S, h)
@@ -208,7 +226,8 @@ class BilinearScore(nn.Module):
         self.weight = nn.Parameter(weight)  # (Eq, Ek)
 
     def forward(self, query: Tensor, key: Tensor) -> Tensor:
-        _check_query_key(query, key, self.weight.shape[0], self.weight.shape[1])
+        Eq, Ek = self.weight.shape
+        _check_query_key(query, key, Eq, Ek, self.weight)
         return query @ self.weight @ key.transpose(-2, -1)  # (B, L, S)
 
 
@@ -249,8 +268,7 @@ class KeyValueAttention(nn.Module):
 
     def __init__(self, score: nn.Module, dropout: float = 0.0):
         super().__init__()
-        if not isinstance(score, nn.Module):
-            raise TypeError(f"score must be an nn.Module, got {type(score).__name__}")
+        _check_score(score)
         self.score = score
         self.dropout = check_probability("dropout", dropout)
 
@@ -373,10 +391,12 @@ def _no_key_no_output(scores: Tensor, output: Tensor, index: Tensor) -> tuple[Te
 
 def _check_key_value(key: Tensor, value: Tensor) -> None:
     """The argument checks of :meth:`KeyValueAttention.forward` before the scores."""
-    value = check_tensor("value", value)
-    check_floating("value", value)
+    value = check_floating("value", value)
     check_ndim("value", value, 3, "(B, S, Ev)")
     check_tensor("key", key)
+    if key.is_floating_point() and value.dtype != key.dtype:
+        raise TypeError(f"value must have key's dtype {key.dtype}, got {value.dtype}")
+    check_device("value", value, key.device, "key")
     if key.ndim == 3 and key.shape[:2] != value.shape[:2]:
         raise ValueError(
             f"key (B, S, Ek) and value (B, S, Ev) must agree in B and S, got key of shape "
@@ -392,12 +412,14 @@ def _check_hard_attention_args(scores: Tensor, value: Tensor, mask: Tensor | Non
 
 def _check_scores_value(scores: Tensor, value: Tensor) -> None:
     """Scores (B, L, S) and values (B, S, Ev) that agree in B and S."""
-    check_tensor("scores", scores)
-    check_tensor("value", value)
     check_floating("scores", scores)
     check_floating("value", value)
+    check_device("value", value, scores.device, "scores")
     check_ndim("scores", scores, 3, "(B, L, S)")
     check_ndim("value", value, 3, "(B, S, Ev)")
+    if scores.shape[2] == 0:
+        raise ValueError(f"scores must have at least one key (S >= 1) to select from, got "
+                         f"scores of shape {shape_str(scores.shape)}")
     if scores.shape[0] != value.shape[0] or scores.shape[2] != value.shape[1]:
         raise ValueError(
             f"scores (B, L, S) and value (B, S, Ev) must agree in B and S, got scores of shape "
@@ -407,8 +429,8 @@ def _check_scores_value(scores: Tensor, value: Tensor) -> None:
 
 def _check_pooling_args(inputs: Tensor, mask: Tensor | None, query: Tensor) -> None:
     """The argument checks of :meth:`AttentionPooling.forward`."""
-    check_tensor("inputs", inputs)
     check_floating("inputs", inputs)
+    check_device("inputs", inputs, query.device, "the learnable query")
     check_ndim("inputs", inputs, 3, "(B, S, E)")
     if inputs.shape[-1] != query.shape[0]:
         raise ValueError(
@@ -425,6 +447,7 @@ def _check_pooling_args(inputs: Tensor, mask: Tensor | None, query: Tensor) -> N
     check_tensor("mask", mask)
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a bool tensor (True = a real input), got dtype {mask.dtype}")
+    check_device("mask", mask, inputs.device, "inputs")
     if mask.shape != inputs.shape[:2]:
         raise ValueError(
             f"mask must have shape (B, S) = {shape_str(inputs.shape[:2])}, the first two "
@@ -436,12 +459,23 @@ def _check_bool_mask(mask: Tensor | None, scores: Tensor) -> Tensor | None:
     """A bool mask (True = may attend) broadcastable to the (B, L, S) scores, or None."""
     if mask is None:
         return None
-    mask = check_mask("mask", mask, scores.shape, expected="(B, L, S)")
-    if mask.dtype != torch.bool:
-        raise TypeError(f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}")
-    return mask
+    return check_mask("mask", mask, scores.shape, expected="(B, L, S)", device=scores.device,
+                      bool_only=True)
 
 
-def _check_sizes(**sizes: int) -> None:
+def _check_sizes(*, bias: object = False, **sizes: int) -> None:
+    check_flag("bias", bias)
     for name, size in sizes.items():
         check_int(name, size, minimum=1)
+
+
+def _check_score(score: object) -> None:
+    """A scoring module: an nn.Module called as ``score(query, key)``."""
+    check_instance("score", score, nn.Module, "an nn.Module")
+    assert isinstance(score, nn.Module)
+    try:
+        inspect.signature(score.forward).bind(None, None)
+    except TypeError:
+        raise TypeError(f"score must be a scoring module called as score(query, key), got "
+                        f"{type(score).__name__}, whose forward takes "
+                        f"{inspect.signature(score.forward)}") from None

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnlib._checks import check_int, check_qkv
+from attnlib.blocks.attention import LOW_PRECISION
 from attnlib.blocks.masking import masked_softmax
 
 __all__ = ["sliding_window_attention", "sliding_window_mask", "window_reach"]
@@ -95,13 +96,19 @@ def sliding_window_attention(
 
     Raises:
         ValueError: if the shapes differ (self-attention: key has the query's shape), a tensor
-            is not 4-D, or ``window`` < 1.
-        TypeError: if an input is not a floating tensor, or the dtypes differ.
+            is not 4-D, E = 0, the tensors are on different devices, or ``window`` < 1.
+        TypeError: if an input is not a floating tensor, the dtypes differ, or ``window`` is
+            not an int.
+
+    A window longer than the sequence is causal attention: it is cut to n, so memory and time
+    follow the sequence, not the window. float16 and bfloat16 are computed in float32.
     """
-    check_qkv(query, key, value, layout="self")
-    w = check_int("window", window, minimum=1)
+    w = _check_sliding_args(query, key, value, window)
     B, H, n, E = query.shape
     Ev = value.shape[-1]
+    if n == 0 or query.dtype in LOW_PRECISION:  # empty; float16 in float32
+        return _empty_or_float32(query, key, value, w)
+    w = min(w, n)  # a window of n sees every earlier key: cost follows n
     blocks = -(-n // w)  # ceil(n / w)
     pad_end = blocks * w - n
     q = F.pad(query, (0, 0, 0, pad_end))  # (B, H, blocks w, E)
@@ -122,3 +129,17 @@ def sliding_window_attention(
     weights = masked_softmax(scores, mask)  # (B, H, blocks, w, 2w)
     out = weights @ v  # (B, H, blocks, w, Ev)
     return out.reshape(B, H, blocks * w, Ev)[:, :, :n]  # (B, H, n, Ev)
+
+
+def _check_sliding_args(query: Tensor, key: Tensor, value: Tensor, window: int) -> int:
+    """The argument checks of :func:`sliding_window_attention`; returns the window."""
+    check_qkv(query, key, value, layout="self")
+    return check_int("window", window, minimum=1)
+
+
+def _empty_or_float32(query: Tensor, key: Tensor, value: Tensor, window: int) -> Tensor:
+    """No position: an empty output. float16 or bfloat16: the attention in float32."""
+    if query.shape[2] == 0:
+        return value.new_zeros(*value.shape)  # (B, H, 0, Ev)
+    out = sliding_window_attention(query.float(), key.float(), value.float(), window)
+    return out.to(query.dtype)

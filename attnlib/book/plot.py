@@ -16,6 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from torch import Tensor
 
+from attnlib._checks import check_flag, check_int
+
 CJK_FONT: Path = Path(__file__).parent / "fonts" / "NotoSansSC-attnlib-subset.ttf"
 """The Chinese characters of the book's corpus and glossary, cut from Noto Sans CJK SC (OFL 1.1).
 
@@ -54,10 +56,18 @@ def use_book_style() -> None:
     plt.style.use(BOOK_STYLE)
 
 
-def _to_numpy(matrix: Tensor | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def _to_numpy(matrix: Tensor | np.ndarray[Any, Any], name: str = "weights"
+              ) -> np.ndarray[Any, Any]:
+    """A real matrix (a tensor, an array or nested lists of numbers) as float64 numbers."""
     if isinstance(matrix, Tensor):
+        if matrix.is_complex():
+            raise TypeError(f"{name} must hold real numbers, got dtype {matrix.dtype}")
         return matrix.detach().cpu().double().numpy()
-    return np.asarray(matrix, dtype=float)
+    try:
+        return np.asarray(matrix, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a tensor or an array of real numbers, got "
+                        f"{type(matrix).__name__}") from None
 
 
 def heatmap(
@@ -98,6 +108,10 @@ def heatmap(
         ValueError: weights that are not 2-D, or tick labels whose count does not match.
     """
     m = _to_numpy(weights)
+    check_flag("colorbar", colorbar)
+    for name, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
     if m.ndim != 2:
         raise ValueError(f"weights must be 2-D (L, S), got shape {m.shape}")
     if xticklabels is not None and len(xticklabels) != m.shape[1]:
@@ -155,6 +169,15 @@ def heatmaps(
     Shape:
         each matrix: (L, S).
     """
+    for name, value in (("matrices", matrices), ("titles", titles)):
+        if isinstance(value, str) or not isinstance(value, Sequence):
+            raise TypeError(f"{name} must be a sequence, got {type(value).__name__}")
+    for i, title in enumerate(titles):
+        if not isinstance(title, str):
+            raise TypeError(f"titles[{i}] must be a str, got {type(title).__name__}")
+    if ncols is not None:
+        check_int("ncols", ncols, minimum=1)
+    check_flag("share_scale", share_scale)
     if len(matrices) != len(titles):
         raise ValueError(f"titles must have one entry per matrix: {len(matrices)} matrices, "
                          f"{len(titles)} titles")

@@ -23,6 +23,8 @@ import time
 from collections.abc import Iterable, Iterator, Sized
 from typing import Any
 
+from attnlib._checks import check_int
+
 __all__ = ["progress", "progress_enabled"]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -83,6 +85,12 @@ def progress(
     With ``ATTNLIB_PROGRESS=0``, or when the needed package is missing, the iterable is
     returned unchanged and nothing is shown.
     """
+    if isinstance(iterable, str) or not isinstance(iterable, Iterable):
+        raise TypeError(f"iterable must be iterable, got {type(iterable).__name__}")
+    if total is not None:
+        check_int("total", total, minimum=0)
+    if desc is not None and not isinstance(desc, str):
+        raise TypeError(f"desc must be a str or None, got {type(desc).__name__}")
     if not progress_enabled():
         return iterable
     if _in_jupyter_kernel():

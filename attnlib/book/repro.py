@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlib._checks import positive_int_from_env
+from attnlib._checks import check_int, positive_int_from_env
 
 DEFAULT_NUM_THREADS = 2
 
@@ -40,10 +40,10 @@ def reproducible(seed: int = 0, num_threads: int | None = None) -> int:
     Raises:
         ValueError: if ``num_threads`` (or ``ATTNLIB_NUM_THREADS``) is not a positive integer.
     """
+    check_int("seed", seed, minimum=0, maximum=2**32 - 1)  # NumPy's seeds
     if num_threads is None:
         num_threads = positive_int_from_env("ATTNLIB_NUM_THREADS", DEFAULT_NUM_THREADS)
-    if num_threads < 1:
-        raise ValueError(f"num_threads must be a positive integer, got {num_threads}")
+    check_int("num_threads", num_threads, minimum=1)
     random.seed(seed)
     # Readers' cells may use NumPy's global generator, so it is seeded too.
     np.random.seed(seed)  # noqa: NPY002
@@ -105,19 +105,29 @@ def fix_cpu_kernels(cpuinfo: str = "/proc/cpuinfo") -> str:
         RuntimeError: if PyTorch or MKL has already chosen another code path (a tensor was
             computed before the call): restart the process and call this first.
     """
+    if not isinstance(cpuinfo, str | os.PathLike):
+        raise TypeError(f"cpuinfo must be a path (str or os.PathLike), got "
+                        f"{type(cpuinfo).__name__}")
     flags = set(open(cpuinfo).read().split()) if os.path.exists(cpuinfo) else set()
     vector = {"avx2", "fma"} <= flags
     wanted, wanted_mkl = ("avx2", "AVX2") if vector else ("default", "COMPATIBLE")
+    before = {name: os.environ.get(name) for name in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
     os.environ["ATEN_CPU_CAPABILITY"] = wanted
     os.environ["MKL_CBWR"] = wanted_mkl
     in_force = torch.backends.cpu.get_cpu_capability().lower()
-    if in_force != wanted:
-        raise RuntimeError(f"PyTorch already runs its {in_force!r} CPU kernels, not {wanted!r}: "
-                           f"call fix_cpu_kernels() before any tensor is computed, at the top "
-                           f"of a fresh process")
     mkl = _mkl_code_path()
-    if mkl is not None and mkl != wanted_mkl:
-        raise RuntimeError(f"MKL already runs its {mkl!r} code path, not {wanted_mkl!r}: "
-                           f"call fix_cpu_kernels() before any tensor is computed, at the top "
-                           f"of a fresh process")
+    late = (f"PyTorch already runs its {in_force!r} CPU kernels, not {wanted!r}"
+            if in_force != wanted else
+            f"MKL already runs its {mkl!r} code path, not {wanted_mkl!r}"
+            if mkl is not None and mkl != wanted_mkl else None)
+    if late is not None:
+        # this process keeps its code paths: leave the environment its child processes
+        # inherit as it was, or they would compute differently from it
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        raise RuntimeError(f"{late}: call fix_cpu_kernels() before any tensor is computed, "
+                           f"at the top of a fresh process")
     return wanted

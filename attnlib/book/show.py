@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+from collections.abc import Sequence
+
+from attnlib._checks import check_flag, check_int
 
 
 class SourceCode:
     """Python source that Jupyter shows highlighted (Markdown) and nbval compares as text."""
 
     def __init__(self, source: str, title: str) -> None:
+        for name, text in (("source", source), ("title", title)):
+            if not isinstance(text, str):
+                raise TypeError(f"{name} must be a str, got {type(text).__name__}")
         self.source = source
         self.title = title
 
@@ -40,7 +46,7 @@ def show_source(obj: object, *, docstring: bool = True) -> SourceCode:
     except (TypeError, OSError) as exc:
         raise TypeError(f"obj must be a function, class or module defined in Python source, "
                         f"got {type(obj).__name__}: {exc}") from None
-    if not docstring:
+    if not check_flag("docstring", docstring):
         source = _strip_docstring(source)
     module = getattr(obj, "__module__", None) or getattr(obj, "__name__", "")
     name = getattr(obj, "__qualname__", None)
@@ -68,8 +74,18 @@ class Table:
     """A table that Jupyter and the book render as Markdown and nbval compares as plain text."""
 
     def __init__(self, headers: list[str], rows: list[list[str]]) -> None:
-        self.headers = headers
-        self.rows = rows
+        _check_cells("headers", headers, str)
+        if not headers:
+            raise ValueError("headers must name at least one column")
+        if isinstance(rows, str) or not isinstance(rows, Sequence):
+            raise TypeError(f"rows must be a sequence of rows, got {type(rows).__name__}")
+        for i, row in enumerate(rows):
+            _check_cells(f"rows[{i}]", row, str)
+            if len(row) != len(headers):
+                raise ValueError(f"rows[{i}] has {len(row)} cells, expected {len(headers)} "
+                                 f"(one per header)")
+        self.headers = list(headers)
+        self.rows = [list(row) for row in rows]
 
     def _repr_markdown_(self) -> str:
         head = "| " + " | ".join(self.headers) + " |"
@@ -78,7 +94,8 @@ class Table:
         return "\n".join([head, rule, *body]) + "\n"
 
     def __repr__(self) -> str:
-        widths = [max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.headers)]
+        widths = [max([len(h), *(len(r[i]) for r in self.rows)])
+                  for i, h in enumerate(self.headers)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(self.headers, widths, strict=True))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in self.rows]
         return "\n".join(lines)
@@ -93,9 +110,25 @@ def table(headers: list[str], rows: list[list[object]], digits: int = 4) -> Tabl
     Raises:
         ValueError: a row whose length differs from the headers'.
     """
+    _check_cells("headers", headers, str)
+    if not headers:
+        raise ValueError("headers must name at least one column")
+    check_int("digits", digits, minimum=0)
+    if isinstance(rows, str) or not isinstance(rows, Sequence):
+        raise TypeError(f"rows must be a sequence of rows, got {type(rows).__name__}")
     formatted: list[list[str]] = []
     for i, row in enumerate(rows):
+        _check_cells(f"rows[{i}]", row, object)
         if len(row) != len(headers):
             raise ValueError(f"rows[{i}] has {len(row)} cells, expected {len(headers)} (one per header)")
         formatted.append([f"{c:.{digits}g}" if isinstance(c, float) else str(c) for c in row])
     return Table(list(headers), formatted)
+
+
+def _check_cells(name: str, cells: object, kind: type) -> None:
+    """A sequence (not a str) of ``kind`` values."""
+    if isinstance(cells, str) or not isinstance(cells, Sequence):
+        raise TypeError(f"{name} must be a sequence (a list), got {type(cells).__name__}")
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, kind):
+            raise TypeError(f"{name}[{i}] must be a {kind.__name__}, got {type(cell).__name__}")

@@ -10,6 +10,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from attnlib._checks import check_flag, check_instance
 from attnlib.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 __all__ = ["Batch", "TokenPair", "batches", "pad_batch"]
@@ -44,11 +45,22 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> tuple
     Raises:
         ValueError: if ``sequences`` is empty or one of them is empty.
     """
+    _check_int("pad_id", pad_id, low=0)
+    if isinstance(sequences, str) or not isinstance(sequences, Sequence):
+        raise TypeError(f"sequences must be a sequence of id sequences, got "
+                        f"{type(sequences).__name__}")
     if len(sequences) == 0:
         raise ValueError("sequences is empty: pad_batch needs at least one sequence")
     for i, seq in enumerate(sequences):
+        if isinstance(seq, str) or not isinstance(seq, Sequence):
+            raise TypeError(f"sequences[{i}] must be a sequence of int ids, got "
+                            f"{type(seq).__name__}")
         if len(seq) == 0:
             raise ValueError(f"sequences[{i}] is empty: every sequence needs at least one id")
+        for j, token in enumerate(seq):
+            if isinstance(token, bool) or not isinstance(token, int):
+                raise TypeError(f"sequences[{i}][{j}] must be an int id, got "
+                                f"{type(token).__name__} {token!r}")
     lengths = torch.tensor([len(seq) for seq in sequences], dtype=torch.long)  # (B,)
     padded = torch.full((len(sequences), int(lengths.max())), pad_id, dtype=torch.long)  # (B, S)
     for i, seq in enumerate(sequences):
@@ -105,6 +117,14 @@ def batches(
     _check_int("batch_size", batch_size, low=1)
     if max_len is not None:
         _check_int("max_len", max_len, low=2)
+    check_instance("src_vocab", src_vocab, Vocab, "a Vocab")
+    check_instance("tgt_vocab", tgt_vocab, Vocab, "a Vocab")
+    check_flag("shuffle", shuffle)
+    check_flag("by_length", by_length)
+    _check_int("seed", seed, low=0)
+    if isinstance(pairs, str) or not isinstance(pairs, Sequence):
+        raise TypeError(f"pairs must be a sequence of pairs (src, tgt), got "
+                        f"{type(pairs).__name__}")
     if len(pairs) == 0:
         raise ValueError("pairs is empty: batches needs at least one pair")
     for i, pair in enumerate(pairs):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+from attnlib._checks import check_instance, check_int, check_probability, check_real
 from attnlib.data.grammar import (
     CONNECTIVES,
     MAX_REFERENCES,
@@ -76,6 +77,14 @@ class Difficulty:
     p_modifier: float
     p_two_clauses: float
     max_src_len: int
+
+    def __post_init__(self) -> None:
+        check_int("depth", self.depth, minimum=0)
+        for name in ("p_modifier", "p_two_clauses"):
+            p = check_real(name, getattr(self, name), minimum=0.0)
+            if p > 1.0:
+                raise ValueError(f"{name} must be a probability in [0, 1], got {p}")
+        check_int("max_src_len", self.max_src_len, minimum=1)
 
 
 DIFFICULTIES: Final = MappingProxyType({
@@ -197,6 +206,7 @@ def _clause(rng: random.Random, d: Difficulty, k: float, tense: Tense | None = N
 
 def sample_sentence(rng: random.Random, difficulty: int | Difficulty = 2) -> Sentence:
     """A random grammatical sentence tree at ``difficulty`` (a level of :data:`DIFFICULTIES`)."""
+    check_instance("rng", rng, random.Random, "a random.Random")
     d = _difficulty(difficulty)
     # One size knob per sentence spreads the lengths: small trees and large ones are both common.
     k = rng.random() ** 0.7
@@ -241,6 +251,7 @@ def generate_pairs(
     if isinstance(n_pairs, bool) or not isinstance(n_pairs, int) or \
             not 1 <= n_pairs <= _MAX_PAIRS:
         raise ValueError(f"n_pairs must be an integer >= 1 and <= {_MAX_PAIRS}, got {n_pairs!r}")
+    check_int("seed", seed, minimum=0)
     d = _difficulty(difficulty)
     longest = d.max_src_len if max_src_len is None else max_src_len
     if isinstance(longest, bool) or not isinstance(longest, int) or longest < 3:
@@ -311,8 +322,10 @@ def split(
         ValueError: if a fraction is outside [0, 1) or they sum to 1 or more, or ``pairs`` is empty.
     """
     for name, frac in (("valid_frac", valid_frac), ("test_frac", test_frac)):
-        if not 0.0 <= frac < 1.0:
-            raise ValueError(f"{name} must be in [0, 1), got {frac}")
+        check_probability(name, frac)
+    check_int("seed", seed, minimum=0)
+    if isinstance(pairs, str) or not isinstance(pairs, Sequence):
+        raise TypeError(f"pairs must be a sequence of Pair, got {type(pairs).__name__}")
     if valid_frac + test_frac >= 1.0:
         raise ValueError(f"valid_frac + test_frac must be < 1, got {valid_frac} + {test_frac}")
     if len(pairs) == 0:

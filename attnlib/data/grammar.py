@@ -45,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
+from attnlib._checks import check_instance
 from attnlib.data.lexicon import (
     PEOPLE,
     PLACES,
@@ -514,8 +515,7 @@ def realize(sentence: Sentence, rng: random.Random | None = None) -> Pair:
             class, an object its verb does not take, a tense its time word does not allow, 都
             with a singular subject, a modifier where none may stand).
     """
-    if not isinstance(sentence, Sentence):
-        raise TypeError(f"sentence must be a Sentence, got {type(sentence).__name__}")
+    check_instance("sentence", sentence, Sentence, "a Sentence")
     _check_sentence(sentence)
     return _realize(sentence, rng)
 
@@ -531,12 +531,14 @@ def _realize(sentence: Sentence, rng: random.Random | None) -> Pair:
 
 def references(sentence: Sentence) -> tuple[tuple[str, ...], ...]:
     """Every correct English translation of ``sentence``, the default one first."""
+    check_instance("sentence", sentence, Sentence, "a Sentence")
     _, variants = _sentence(sentence, _Choose(every=True))
     return tuple(dict.fromkeys(tuple(w for w, _ in v) for v in variants))
 
 
 def reference_count(sentence: Sentence) -> int:
     """How many English references ``sentence`` has, counted on the tree (no realisation)."""
+    check_instance("sentence", sentence, Sentence, "a Sentence")
     def np_count(np: NounPhrase) -> int:
         n = len(THINGS[np.head].en) if np.head in THINGS else 1
         for inner in (np.possessor, np.conjunct):
@@ -562,6 +564,7 @@ def reference_count(sentence: Sentence) -> int:
 
 def source_length(sentence: Sentence) -> int:
     """The number of Chinese tokens of ``sentence``, counted on the tree (no realisation)."""
+    check_instance("sentence", sentence, Sentence, "a Sentence")
     def np_len(np: NounPhrase) -> int:
         n = 1
         if np.conjunct is not None:
@@ -589,6 +592,7 @@ def source_length(sentence: Sentence) -> int:
 
 def iter_subtrees(np: NounPhrase) -> Iterator[NounPhrase]:
     """``np`` and every noun phrase inside it (possessors, relative clauses, conjuncts)."""
+    check_instance("np", np, NounPhrase, "a NounPhrase")
     yield np
     for inner in (np.possessor, np.conjunct,
                   *((np.relative.subject, np.relative.object) if np.relative else ())):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnlib._checks import shape_str
+from attnlib._checks import check_floating, check_ndim, shape_str
 
 __all__ = [
     "RegionTask",
@@ -18,6 +18,18 @@ __all__ = [
     "object_region_task",
     "reverse_task",
 ]
+
+
+def _generator(seed: int) -> torch.Generator:
+    """A private generator seeded with ``seed``, an int >= 0."""
+    _check_int("seed", seed, low=0)
+    return torch.Generator().manual_seed(seed)
+
+
+def _check_number(name: str, value: object) -> None:
+    """Raise TypeError unless ``value`` is an int or float (a bool is refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
 
 
 def _check_int(name: str, value: int, low: int) -> None:
@@ -64,7 +76,7 @@ def reverse_task(
 def _random_symbols(n: int, length: int, num_symbols: int, seed: int) -> Tensor:
     for name, value in (("n", n), ("length", length), ("num_symbols", num_symbols)):
         _check_int(name, value, low=1)
-    generator = torch.Generator().manual_seed(seed)
+    generator = _generator(seed)
     return torch.randint(1, num_symbols + 1, (n, length), generator=generator)  # (n, length)
 
 
@@ -101,6 +113,8 @@ class RetrievalTask:
             ValueError: if ``weights`` does not have shape (n, S, S).
         """
         n, S = self.key.shape[:2]
+        weights = check_floating("weights", weights)
+        check_ndim("weights", weights, 3, "(n, S, S)")
         if weights.shape != (n, S, S):
             raise ValueError(
                 f"weights must have shape (n, S, S) = {shape_str((n, S, S))}, "
@@ -122,6 +136,7 @@ def _check_retrieval_args(n: int, num_keys: int, key_size: int, value_size: int,
     if mapping is not None and (mapping.ndim != 2 or mapping.shape[1] != key_size):
         raise ValueError(f"mapping must have shape (Eq, Ek) with Ek = key_size = {key_size}, "
                          f"got {shape_str(mapping.shape)}")
+    _check_number("noise", noise)
     if not noise >= 0.0 or noise == float("inf"):
         raise ValueError(f"noise must be finite and >= 0, got {noise}")
 
@@ -177,7 +192,7 @@ def key_retrieval_task(
     if mapping is None:
         mapping = torch.eye(key_size, dtype=torch.float64)
     mapping = mapping.detach().to(torch.float64)
-    g = torch.Generator().manual_seed(seed)
+    g = _generator(seed)
     f64 = torch.float64
     key = torch.randn(n, num_keys, key_size, generator=g, dtype=f64)
     key = key / key.norm(dim=-1, keepdim=True) * key_size**0.5  # (n, S, Ek)
@@ -248,9 +263,10 @@ def object_region_task(
     for name, size, low in (("n", n, 1), ("grid", grid, 1), ("feature_size", feature_size, 2)):
         _check_int(name, size, low=low)
     for name, shift in (("objectness", objectness), ("separation", separation)):
+        _check_number(name, shift)
         if not abs(shift) < float("inf"):
             raise ValueError(f"{name} must be a finite number, got {shift}")
-    generator = torch.Generator().manual_seed(seed)
+    generator = _generator(seed)
     S = grid * grid
     inputs = torch.randn(n, S, feature_size, generator=generator, dtype=torch.float64)
     label = torch.randint(0, 2, (n,), generator=generator)  # (n,)

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
+import torch
 from torch import Tensor
 
-from attnlib._checks import shape_str
+from attnlib._checks import check_flag, check_tokens, shape_str
 
 __all__ = ["BOS", "BOS_ID", "EOS", "EOS_ID", "PAD", "PAD_ID", "SPECIALS", "UNK", "UNK_ID",
            "Vocab"]
@@ -32,6 +33,7 @@ class Vocab:
     _stoi: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "itos", tuple(check_tokens("itos", self.itos)))
         if self.itos[: len(SPECIALS)] != SPECIALS:
             raise ValueError(f"itos must start with {SPECIALS}, got {self.itos[:len(SPECIALS)]}")
         stoi = {token: i for i, token in enumerate(self.itos)}
@@ -48,9 +50,12 @@ class Vocab:
         Raises:
             ValueError: if a sentence contains one of the special tokens.
         """
+        if isinstance(sentences, str) or not isinstance(sentences, Iterable):
+            raise TypeError(f"sentences must be an iterable of sentences (sequences of str "
+                            f"tokens), got {type(sentences).__name__}")
         tokens: set[str] = set()
-        for sentence in sentences:
-            tokens.update(sentence)
+        for i, sentence in enumerate(sentences):
+            tokens.update(check_tokens(f"sentences[{i}]", sentence))
         clash = sorted(tokens.intersection(SPECIALS))
         if clash:
             raise ValueError(f"sentences must not contain the special tokens, found {clash}")
@@ -70,8 +75,12 @@ class Vocab:
         return token in self._stoi
 
     def encode(self, tokens: Iterable[str]) -> list[int]:
-        """Map tokens to ids; a token not in the vocabulary becomes ``<unk>`` (id 3)."""
-        return [self._stoi.get(token, UNK_ID) for token in tokens]
+        """Map tokens to ids; a token not in the vocabulary becomes ``<unk>`` (id 3).
+
+        Raises:
+            TypeError: if ``tokens`` is a str (split it first) or holds a non-str.
+        """
+        return [self._stoi.get(token, UNK_ID) for token in check_tokens("tokens", tokens)]
 
     def decode(self, ids: Iterable[int] | Tensor, strip_special: bool = True) -> list[str]:
         """Map ids back to tokens.
@@ -83,12 +92,20 @@ class Vocab:
         Raises:
             ValueError: if an id is outside [0, len(vocab)), or ``ids`` is a tensor that is not 1-D.
         """
+        check_flag("strip_special", strip_special)
         if isinstance(ids, Tensor):
             if ids.ndim != 1:
                 raise ValueError(f"ids must be 1-D (L,), got shape {shape_str(ids.shape)}")
+            if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+                raise TypeError(f"ids must hold integer ids, got dtype {ids.dtype}")
             ids = [int(i) for i in ids.tolist()]
+        if isinstance(ids, str) or not isinstance(ids, Iterable):
+            raise TypeError(f"ids must be a 1-D tensor or a sequence of ints, got "
+                            f"{type(ids).__name__}")
         tokens: list[str] = []
         for position, i in enumerate(ids):
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(f"ids[{position}] must be an int, got {type(i).__name__}")
             if not 0 <= i < len(self.itos):
                 raise ValueError(f"ids[{position}]: id {i} is outside the vocabulary "
                                  f"[0, {len(self.itos)}) of this Vocab")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnlib._checks import check_int
+from attnlib._checks import check_flag, check_instance, check_int, check_ints
 from attnlib.models.paged_cache import PagedKVCache
 
 __all__ = ["PUBLISHED", "Allocation", "AttentionShape", "allocation_waste", "kv_cache_bytes"]
@@ -92,9 +92,18 @@ class AttentionShape:
     window: int | None = None
     source: str = ""
 
+    def __post_init__(self) -> None:
+        check_instance("name", self.name, str, "a str")
+        check_instance("source", self.source, str, "a str")
+        for name in ("num_layers", "num_heads", "num_kv_heads", "head_dim", "context"):
+            check_int(name, getattr(self, name), minimum=1)
+        if self.window is not None:
+            check_int("window", self.window, minimum=1)
+
     def cache_bytes(self, tokens: int | None = None, batch: int = 1,
                     bytes_per_number: int = 2, window: bool = True) -> int:
         """:func:`kv_cache_bytes` for this model; ``tokens`` defaults to its context."""
+        check_flag("window", window)
         return kv_cache_bytes(self.num_layers, self.num_kv_heads, self.head_dim,
                               self.context if tokens is None else tokens, batch,
                               bytes_per_number, self.window if window else None)
@@ -123,14 +132,30 @@ PUBLISHED: dict[str, AttentionShape] = {
 
 @dataclass(frozen=True)
 class Allocation:
-    """Cache positions a batch uses, and those a contiguous and a paged cache hold for it."""
+    """Cache positions a batch uses, and those a contiguous and a paged cache hold for it.
+
+    Raises:
+        TypeError: a count that is not an int. ValueError: ``used`` < 0, or a cache holding
+            fewer positions than are used (or none).
+    """
 
     used: int
     contiguous: int
     paged: int
 
+    def __post_init__(self) -> None:
+        check_int("used", self.used, minimum=0)
+        check_int("contiguous", self.contiguous, minimum=max(1, self.used))
+        check_int("paged", self.paged, minimum=max(1, self.used))
+
     def waste(self, held: int) -> float:
-        """The share of ``held`` positions that hold nothing."""
+        """The share of ``held`` positions that hold nothing.
+
+        Raises:
+            TypeError: if ``held`` is not an int. ValueError: if it is below the positions
+                used (or 0).
+        """
+        check_int("held", held, minimum=max(1, self.used))
         return 1 - self.used / held
 
 
@@ -145,13 +170,17 @@ def allocation_waste(lengths: Sequence[int], max_len: int, block_size: int = 16,
     sizes.
 
     Raises:
-        ValueError: if ``lengths`` is empty or a length is < 1 or > ``max_len``.
+        TypeError: if ``lengths`` is not a sequence of ints or a size not an int.
+        ValueError: if ``lengths`` is empty, a length is < 1 or > ``max_len``, or a size < 1.
     """
+    check_ints("lengths", lengths, minimum=1)
     if not lengths:
         raise ValueError("lengths must hold at least one sequence length, got none")
     check_int("max_len", max_len, minimum=1)
+    for name, v in (("block_size", block_size), ("num_kv_heads", num_kv_heads),
+                    ("head_dim", head_dim)):
+        check_int(name, v, minimum=1)
     for i, n in enumerate(lengths):
-        check_int(f"lengths[{i}]", n, minimum=1)
         if n > max_len:
             raise ValueError(f"lengths[{i}] must be <= max_len = {max_len}, got {n}")
     contiguous = torch.zeros(len(lengths), num_kv_heads, max_len, head_dim)

@@ -37,7 +37,17 @@ from itertools import pairwise
 import torch
 from torch import Tensor, nn
 
-from attnlib._checks import check_choice, check_int, check_ndim, check_tensor, shape_str
+from attnlib._checks import (
+    check_choice,
+    check_floating,
+    check_input,
+    check_instance,
+    check_int,
+    check_ints,
+    check_ndim,
+    check_real,
+    shape_str,
+)
 from attnlib.blocks.attention import scaled_dot_product_attention
 from attnlib.blocks.multihead import MultiHeadAttention
 
@@ -59,12 +69,13 @@ __all__ = [
 LAYER_TYPES = ("self-attention", "multi-head self-attention", "recurrent", "convolutional")
 
 
-def _check_sequence(name: str, x: Tensor, d: int) -> None:
-    check_tensor(name, x)
+def _check_sequence(name: str, x: Tensor, d: int | None, like: Tensor | None = None) -> None:
+    """(B, n, d) with n, d >= 1, floating point; of a parameter's dtype and device (``like``)."""
+    check_floating(name, x) if like is None else check_input(name, x, like)
     check_ndim(name, x, 3, "(B, n, d)")
-    if x.shape[-1] != d:
-        raise ValueError(f"{name} must have shape (B, n, d) with d = {d}, "
-                         f"got shape {shape_str(x.shape)}")
+    if (d is not None and x.shape[-1] != d) or x.shape[1] == 0 or x.shape[2] == 0:
+        raise ValueError(f"{name} must have shape (B, n, d) with n >= 1 and d = "
+                         f"{d if d is not None else 'd >= 1'}, got shape {shape_str(x.shape)}")
 
 
 def layer_flops(layer_type: str, n: int, d: int, kernel_size: int = 3) -> int:
@@ -132,8 +143,7 @@ class SelfAttentionLayer(nn.Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        check_tensor("x", x)
-        check_ndim("x", x, 3, "(B, n, d)")
+        _check_sequence("x", x, None)
         # One head of size d, (B, 1, n, d): PyTorch's fused CPU kernel takes 4-D inputs only;
         # called on (B, n, d) it falls back to the unfused path that stores the n x n weights.
         h = x[:, None]  # (B, 1, n, d)
@@ -150,9 +160,12 @@ class MultiHeadSelfAttentionLayer(nn.Module):
 
     def __init__(self, d: int, num_heads: int) -> None:
         super().__init__()
+        check_int("d", d, minimum=1)
         self.attention = MultiHeadAttention(d, num_heads)
 
     def forward(self, x: Tensor) -> Tensor:
+        attention = self.attention
+        _check_sequence("x", x, attention.embed_dim, attention.q_proj.weight)
         output: Tensor = self.attention(x, x, x)[0]  # (B, n, d)
         return output
 
@@ -174,7 +187,7 @@ class RecurrentLayer(nn.Module):
         self.rnn = nn.RNN(d, d, batch_first=True)
 
     def forward(self, x: Tensor) -> Tensor:
-        _check_sequence("x", x, self.d)
+        _check_sequence("x", x, self.d, self.rnn.all_weights[0][0])
         output: Tensor = self.rnn(x)[0]  # (B, n, d); [1] is the last state
         return output
 
@@ -206,7 +219,7 @@ class ConvolutionalLayer(nn.Module):
         self.conv = nn.Conv1d(d, d, kernel_size, padding=padding, dilation=dilation)
 
     def forward(self, x: Tensor) -> Tensor:
-        _check_sequence("x", x, self.d)
+        _check_sequence("x", x, self.d, self.conv.weight)
         y: Tensor = self.conv(x.transpose(1, 2))  # (B, d, n): Conv1d wants channels first
         return y.transpose(1, 2)  # (B, n, d)
 
@@ -224,6 +237,9 @@ def make_layer(
     """
     check_choice("layer_type", layer_type, LAYER_TYPES)
     check_int("d", d, minimum=1)
+    for name, value in (("kernel_size", kernel_size), ("dilation", dilation),
+                        ("num_heads", num_heads)):
+        check_int(name, value, minimum=1)
     if layer_type == "self-attention":
         return SelfAttentionLayer()
     if layer_type == "multi-head self-attention":
@@ -269,6 +285,8 @@ def time_layer(
     check_choice("clock", clock, ("thread", "wall"))
     if num_threads is not None:
         check_int("num_threads", num_threads, minimum=1)
+    check_instance("layer", layer, nn.Module, "an nn.Module")
+    _check_sequence("x", x, None)
     threads = torch.get_num_threads() if num_threads is None else num_threads
     if clock == "thread" and threads != 1:
         raise ValueError(f"clock='thread' measures the calling thread only and needs "
@@ -279,7 +297,11 @@ def time_layer(
     try:
         torch.set_num_threads(threads)
         with torch.no_grad():
-            layer(x)  # warm-up: first-call allocations and kernel selection
+            try:  # warm-up: first-call allocations and kernel selection
+                layer(x)
+            except RuntimeError as error:
+                raise ValueError(f"layer(x) failed for x of shape {shape_str(x.shape)}: the "
+                                 f"layer must take (B, n, d); {error}") from error
             for _ in range(repeats):
                 start = now()
                 layer(x)
@@ -302,6 +324,12 @@ def measured_crossover(
         ValueError: if the three sequences differ in length, are empty, or a time or length
             is not > 0, or the lengths do not increase.
     """
+    check_ints("lengths", lengths, minimum=1)
+    for name, values in (("times_a", times_a), ("times_b", times_b)):
+        if isinstance(values, str) or not isinstance(values, Sequence):
+            raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
+        for i, value in enumerate(values):
+            check_real(f"{name}[{i}]", value)
     if not len(lengths) == len(times_a) == len(times_b) or not lengths:
         raise ValueError(f"lengths, times_a and times_b must be non-empty and equally long, got "
                          f"{len(lengths)}, {len(times_a)} and {len(times_b)}")
@@ -323,8 +351,14 @@ def measured_crossover(
 
 
 def _check_gradient_norms_args(layers: Sequence[nn.Module], x: Tensor) -> None:
-    check_tensor("x", x)
-    check_ndim("x", x, 3, "(B, n, d)")
+    _check_sequence("x", x, None)
+    if x.shape[0] == 0:
+        raise ValueError(f"x must hold at least one sequence (B >= 1), got shape "
+                         f"{shape_str(x.shape)}")
+    if isinstance(layers, str) or not isinstance(layers, Sequence):
+        raise TypeError(f"layers must be a sequence of layers, got {type(layers).__name__}")
+    for i, layer in enumerate(layers):
+        check_instance(f"layers[{i}]", layer, nn.Module, "an nn.Module")
     if not layers:
         raise ValueError("layers must hold at least one layer")
 
@@ -369,10 +403,14 @@ def layers_to_reach(norms: Tensor, position: int = 0) -> int | None:
     Raises:
         ValueError: if ``norms`` is not 2-D or ``position`` is out of range.
     """
-    check_tensor("norms", norms)
+    check_floating("norms", norms)
     check_ndim("norms", norms, 2, "(depth, n)")
+    check_int("position", position)
     n = norms.shape[1]
-    if not isinstance(position, int) or not -n <= position < n:
+    if n == 0:
+        raise ValueError(f"norms must have at least one position, got shape "
+                         f"{shape_str(norms.shape)}")
+    if not -n <= position < n:
         raise ValueError(f"position must be an int in [-{n}, {n}), got {position}")
     reached = (norms[:, position] != 0).nonzero()
     return int(reached[0, 0]) + 1 if len(reached) else None

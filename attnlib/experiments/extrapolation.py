@@ -33,6 +33,8 @@ from torch import Tensor, nn
 
 from attnlib._checks import (
     check_choice,
+    check_flag,
+    check_instance,
     check_int,
     check_positive,
     check_token_ids,
@@ -86,7 +88,7 @@ def lookback_task(
     if shift >= length:
         raise ValueError(f"shift must be < length (some position needs a target), "
                          f"got shift = {shift} and length = {length}")
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
     tokens = torch.randint(0, num_symbols, (n, length), generator=generator)  # (n, L)
     targets = torch.full_like(tokens, IGNORE_INDEX)  # (n, L)
     targets[:, shift:] = tokens[:, :-shift]
@@ -113,6 +115,12 @@ class LookbackConfig:
     num_heads: int = 1
     max_len: int = 16
     base: float = 10000.0
+
+    def __post_init__(self) -> None:
+        check_choice("encoding", self.encoding, ENCODINGS)
+        for name in ("num_symbols", "d_model", "num_heads", "max_len"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_positive("base", self.base)
 
 
 class LookbackModel(nn.Module):
@@ -144,12 +152,7 @@ class LookbackModel(nn.Module):
 
     def __init__(self, config: LookbackConfig, *, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
-        check_choice("encoding", config.encoding, ENCODINGS)
-        check_int("num_symbols", config.num_symbols, minimum=1)
-        check_int("d_model", config.d_model, minimum=1)
-        check_int("num_heads", config.num_heads, minimum=1)
-        check_int("max_len", config.max_len, minimum=1)
-        check_positive("base", config.base)
+        check_instance("config", config, LookbackConfig, "a LookbackConfig")
         if config.d_model % config.num_heads:
             raise ValueError(f"num_heads must divide d_model, got d_model = {config.d_model} "
                              f"and num_heads = {config.num_heads}")
@@ -172,7 +175,8 @@ class LookbackModel(nn.Module):
         self.classifier = nn.Linear(D, config.num_symbols, dtype=dtype)
 
     def _check_tokens(self, tokens: Tensor) -> Tensor:
-        return check_token_ids("tokens", tokens, self.config.num_symbols)
+        return check_token_ids("tokens", tokens, self.config.num_symbols,
+                               device=self.embedding.weight.device)
 
     def _qkv(self, tokens: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Queries, keys and values per head, with the positions put in."""
@@ -204,6 +208,7 @@ class LookbackModel(nn.Module):
         self, tokens: Tensor, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         """Logits for every position, and the attention weights if ``need_weights``."""
+        check_flag("need_weights", need_weights)
         q, k, v = self._qkv(tokens)
         weights: Tensor | None = None
         if need_weights:
@@ -238,9 +243,11 @@ def train_lookback(
         ValueError: if ``steps`` or ``batch_size`` < 1, ``lr`` <= 0, or the task's arguments
             are invalid (see :func:`lookback_task`).
     """
+    check_instance("model", model, LookbackModel, "a LookbackModel")
     check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
     check_positive("lr", lr)
+    check_int("seed", seed, minimum=0)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     # Decaying the rate to zero lets training settle: the final weights, and so the accuracies
     # printed from them, do not hinge on where the last few noisy steps happened to land.
@@ -278,6 +285,7 @@ def lookback_accuracy_by_position(
         ValueError: as :func:`lookback_task`, or as the model's ``forward`` (a ``"learned"``
             model and ``length`` > ``max_len``).
     """
+    check_instance("model", model, LookbackModel, "a LookbackModel")
     tokens, targets = lookback_task(n, length, shift, model.config.num_symbols, seed=seed)
     model.eval()
     logits, _ = model(tokens)  # (n, L, V)
@@ -316,6 +324,7 @@ def mean_score_by_offset(
         ValueError: as :func:`lookback_task` (with ``shift`` = 1), or as the model's
             ``forward``.
     """
+    check_instance("model", model, LookbackModel, "a LookbackModel")
     tokens, _ = lookback_task(n, length, 1, model.config.num_symbols, seed=seed)
     model.eval()
     scores = model.scores(tokens)[:, 0].double()  # (n, L, L), head 0

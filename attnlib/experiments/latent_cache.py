@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnlib._checks import check_instance, check_int
+
 __all__ = ["PUBLISHED_MLA", "LatentShape"]
 
 
@@ -21,6 +23,10 @@ class LatentShape:
         name: the model. num_layers: N. num_heads: H. head_dim: E (of a content key and
             value). latent_dim: :math:`d_c`. rope_dim: R. context: its context length.
         source: where the numbers come from.
+
+    Raises:
+        TypeError: a size that is not an int, or a name or source that is not a str.
+        ValueError: a size < 1 (``rope_dim`` < 0).
     """
 
     name: str
@@ -31,6 +37,13 @@ class LatentShape:
     rope_dim: int
     context: int
     source: str
+
+    def __post_init__(self) -> None:
+        for name in ("name", "source"):
+            check_instance(name, getattr(self, name), str, "a str")
+        for name in ("num_layers", "num_heads", "head_dim", "latent_dim", "context"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("rope_dim", self.rope_dim, minimum=0)
 
     def per_token(self) -> dict[str, int]:
         """Numbers cached per token over all layers: as MLA, and as MHA of the same heads."""

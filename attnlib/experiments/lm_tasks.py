@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnlib._checks import check_int, check_ndim, check_tensor
+from attnlib._checks import check_int, check_ndim, check_tensor, check_token_ids
 
 __all__ = ["ALPHABET", "IGNORE_INDEX", "echo_targets", "echo_text", "to_text", "varied_echo"]
 
@@ -51,7 +51,7 @@ def echo_text(n: int, length: int, period: int, seed: int = 0) -> Tensor:
     check_int("n", n, minimum=1)
     check_int("length", length, minimum=1)
     check_int("period", period, minimum=1)
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
     words = torch.randint(0, len(ALPHABET), (n, period), generator=generator)  # (n, P)
     repeats = -(-length // period)  # ceil
     return words.repeat(1, repeats)[:, :length]  # (n, length)
@@ -69,8 +69,7 @@ def echo_targets(tokens: Tensor, period: int) -> Tensor:
     Raises:
         ValueError: if ``tokens`` is not 2-D or ``period`` < 1.
     """
-    tokens = check_tensor("tokens", tokens)
-    check_ndim("tokens", tokens, 2, "(B, L)")
+    tokens = check_token_ids("tokens", tokens, len(ALPHABET))
     check_int("period", period, minimum=1)
     targets = torch.full_like(tokens, IGNORE_INDEX)  # (B, L)
     targets[:, :-1] = tokens[:, 1:]
@@ -89,6 +88,8 @@ def to_text(tokens: Tensor) -> list[str]:
     """
     tokens = check_tensor("tokens", tokens)
     check_ndim("tokens", tokens, (1, 2), "(B, L) or (L,)")
+    if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+        raise TypeError(f"tokens must hold integer letter ids, got dtype {tokens.dtype}")
     rows = tokens[None] if tokens.ndim == 1 else tokens
     if bool(((rows < 0) | (rows >= len(ALPHABET))).any()):
         raise ValueError(f"tokens must be letter ids in [0, {len(ALPHABET)}), got "
@@ -113,9 +114,11 @@ def varied_echo(
     Raises:
         TypeError: if an argument is not an int.
         ValueError: if ``n`` or ``length`` < 1, ``min_period`` < 1, ``max_period`` <
-            ``min_period``, or ``vocab_size`` < ``max_period`` (a word's tokens are distinct).
+            ``min_period``, ``vocab_size`` < ``max_period`` (a word's tokens are distinct), or
+            ``seed`` < 0.
     """
     check_int("n", n, minimum=1)
+    check_int("seed", seed, minimum=0)
     check_int("length", length, minimum=1)
     check_int("min_period", min_period, minimum=1)
     check_int("max_period", max_period, minimum=min_period)

@@ -26,7 +26,14 @@ from dataclasses import dataclass, field, replace
 import torch
 import torch.nn.functional as F
 
-from attnlib._checks import check_choice, check_int, check_positive
+from attnlib._checks import (
+    check_choice,
+    check_instance,
+    check_int,
+    check_ints,
+    check_positive,
+    check_real,
+)
 from attnlib.blocks.rope_scaling import METHODS, ScaledRotaryEmbedding
 from attnlib.experiments.lm_tasks import IGNORE_INDEX, varied_echo
 from attnlib.models.decoder_lm import DecoderBlock, DecoderLM, DecoderLMConfig, train_lm
@@ -51,7 +58,12 @@ class ContextSetup:
         steps, batch_size, lr: training at L, Adam with a constant rate.
         tune_steps, tune_batch_size: the fine-tuning at 4L (same rate).
         test_lines: lines per test length.
-        yarn_alpha, yarn_beta: YaRN's ramp.
+        yarn_alpha, yarn_beta: YaRN's ramp, 0 <= alpha < beta.
+
+    Raises:
+        TypeError: a config that is not a DecoderLMConfig, or a size that is not an int.
+        ValueError: a size < 1, ``lr`` <= 0, a ramp outside 0 <= alpha < beta, or a config
+            too small for the test lengths.
     """
 
     config: DecoderLMConfig = field(default_factory=lambda: DecoderLMConfig(
@@ -68,6 +80,11 @@ class ContextSetup:
     yarn_beta: float = 4.0
 
     def __post_init__(self) -> None:
+        check_instance("config", self.config, DecoderLMConfig, "a DecoderLMConfig")
+        alpha = check_real("yarn_alpha", self.yarn_alpha, minimum=0.0)
+        if check_real("yarn_beta", self.yarn_beta, minimum=0.0) <= alpha:
+            raise ValueError(f"yarn_beta must be above yarn_alpha (YaRN's ramp), got "
+                             f"yarn_alpha = {self.yarn_alpha}, yarn_beta = {self.yarn_beta}")
         for name in ("train_length", "steps", "batch_size", "tune_steps", "tune_batch_size",
                      "test_lines"):
             check_int(name, getattr(self, name), minimum=1)
@@ -122,9 +139,14 @@ def echo_accuracy(model: DecoderLM, length: int, lines: int = 100,
     periods in [length/4, length/2], drawn with ``seed + length``.
 
     Raises:
-        ValueError: if ``length`` < 4 or passes the model's ``max_len``.
+        TypeError: if ``model`` is not a DecoderLM or a count not an int.
+        ValueError: if ``length`` < 4 or passes the model's ``max_len``, ``lines`` < 1 or
+            ``seed`` < 0.
     """
+    check_instance("model", model, DecoderLM, "a DecoderLM")
     check_int("length", length, minimum=4)
+    check_int("lines", lines, minimum=1)
+    check_int("seed", seed, minimum=0)
     tokens, targets = varied_echo(lines, length, length // 4, length // 2,
                                   model.config.vocab_size, seed=seed + length)
     model.eval()
@@ -153,7 +175,12 @@ def context_run(setup: ContextSetup, seed: int, positions: str = "rope") -> Cont
     """Train one model at L with ``seed``, test every method at L, 2L, 4L, tune at 4L, test.
 
     One thread (restored afterwards). ``positions`` is ``"rope"`` or ``"alibi"``.
+
+    Raises:
+        TypeError: if ``setup`` is not a ContextSetup. ValueError: an unknown ``positions``
+            or ``seed`` < 0.
     """
+    check_instance("setup", setup, ContextSetup, "a ContextSetup")
     check_choice("positions", positions, ("rope", "alibi"))
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -213,8 +240,11 @@ def context_study(setup: ContextSetup, seeds: Sequence[int], *,
     the runs; the results are the same for any number.
 
     Raises:
-        ValueError: if ``seeds`` is empty or ``workers`` < 1.
+        TypeError: if ``setup`` is not a ContextSetup, or ``seeds`` not a sequence of ints.
+        ValueError: if ``seeds`` is empty, a seed < 0, or ``workers`` < 1.
     """
+    check_instance("setup", setup, ContextSetup, "a ContextSetup")
+    check_ints("seeds", seeds, minimum=0)
     if not seeds:
         raise ValueError("seeds must hold at least one seed, got none")
     jobs = [(setup, check_int("seed", s, minimum=0), positions)

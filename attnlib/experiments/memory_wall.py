@@ -32,7 +32,7 @@ from functools import partial
 
 import torch
 
-from attnlib._checks import check_int
+from attnlib._checks import check_flag, check_instance, check_int, check_ints
 from attnlib.blocks.efficient import median_times
 from attnlib.experiments.cache_memory import kv_cache_bytes
 from attnlib.models.decoder_lm import DecoderLM, DecoderLMConfig, LMCache
@@ -59,6 +59,10 @@ class ModelShape:
         gated_ffn: three feed-forward matrices (SwiGLU) instead of two.
         tied: the output layer is the token embedding.
         source: the bibliography key of the sizes.
+
+    Raises:
+        TypeError: a size that is not an int, a flag that is not a bool, or a name or source
+            that is not a str. ValueError: a size < 1, or H_kv not dividing H.
     """
 
     name: str
@@ -73,9 +77,26 @@ class ModelShape:
     tied: bool = False
     source: str = ""
 
+    def __post_init__(self) -> None:
+        for name in ("name", "source"):
+            check_instance(name, getattr(self, name), str, "a str")
+        for name in ("num_layers", "d_model", "num_heads", "num_kv_heads", "head_dim", "d_ff",
+                     "vocab_size"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_flag("gated_ffn", self.gated_ffn)
+        check_flag("tied", self.tied)
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_kv_heads must divide num_heads, got {self.num_kv_heads} and "
+                             f"{self.num_heads}")
+
     @classmethod
     def from_config(cls, config: DecoderLMConfig, name: str = "this chapter's model") -> ModelShape:
-        """The shape of a :class:`~attnlib.models.decoder_lm.DecoderLM` (GELU, tied)."""
+        """The shape of a :class:`~attnlib.models.decoder_lm.DecoderLM` (GELU, tied).
+
+        Raises:
+            TypeError: if ``config`` is not a DecoderLMConfig or ``name`` not a str.
+        """
+        check_instance("config", config, DecoderLMConfig, "a DecoderLMConfig")
         return cls(name, config.num_layers, config.d_model, config.num_heads,
                    config.num_kv_heads, config.head_dim, config.d_ff, config.vocab_size,
                    gated_ffn=False, tied=True)
@@ -117,14 +138,17 @@ def decode_cost(shape: ModelShape, context: int, batch: int = 1,
     of t positions (:func:`~attnlib.experiments.cache_memory.kv_cache_bytes`).
 
     Raises:
-        ValueError: if ``context`` or ``batch`` < 1.
+        TypeError: if ``shape`` is not a ModelShape. ValueError: if ``context`` or ``batch``
+            < 1.
     """
+    check_instance("shape", shape, ModelShape, "a ModelShape")
     t = check_int("context", context, minimum=1)
     B = check_int("batch", batch, minimum=1)
-    attention = 4 * shape.num_layers * shape.num_heads * shape.head_dim * t  # q.k and p.v
+    # q.k and p.v: two products of t numbers per head dimension, 2 FLOPs each
+    attention = 4 * shape.num_layers * shape.num_heads * shape.head_dim * t
     flops = B * (2 * shape.matmul_weights() + attention)
-    cache = kv_cache_bytes(shape.num_layers, shape.num_kv_heads, shape.head_dim, t, B,
-                           bytes_per_number)
+    cache = kv_cache_bytes(shape.num_layers, shape.num_kv_heads, shape.head_dim,
+                           t, B, bytes_per_number)
     return StepCost(flops, shape.matmul_weights() * bytes_per_number, cache)
 
 
@@ -136,8 +160,10 @@ def prefill_cost(shape: ModelShape, tokens: int, batch: int = 1,
     bytes: the weights, and the cache the pass writes.
 
     Raises:
-        ValueError: if ``tokens`` or ``batch`` < 1.
+        TypeError: if ``shape`` is not a ModelShape. ValueError: if ``tokens`` or ``batch``
+            < 1.
     """
+    check_instance("shape", shape, ModelShape, "a ModelShape")
     T = check_int("tokens", tokens, minimum=1)
     B = check_int("batch", batch, minimum=1)
     attention = 4 * shape.num_layers * shape.num_heads * shape.head_dim * T * (T + 1) // 2
@@ -177,9 +203,13 @@ def decode_step_times(model: DecoderLM, batch_sizes: Sequence[int], context: int
     a notebook does not compare outputs.
 
     Raises:
-        ValueError: if a batch size, ``context`` or ``new_tokens`` < 1, or the pass would go
-            past ``max_len``.
+        TypeError: if ``model`` is not a DecoderLM, or ``batch_sizes`` not a sequence of ints.
+        ValueError: if a batch size, ``context`` or ``new_tokens`` < 1, ``seed`` < 0, or the
+            pass would go past ``max_len``.
     """
+    check_instance("model", model, DecoderLM, "a DecoderLM")
+    check_ints("batch_sizes", batch_sizes, minimum=1)
+    check_int("seed", seed, minimum=0)
     check_int("context", context, minimum=1)
     check_int("new_tokens", new_tokens, minimum=1)
     if context + new_tokens > model.config.max_len:
@@ -191,7 +221,6 @@ def decode_step_times(model: DecoderLM, batch_sizes: Sequence[int], context: int
     model.eval()
     seconds = []
     for B in batch_sizes:
-        check_int("batch size", B, minimum=1)
         shape = (B, c.num_kv_heads, context, c.head_dim)  # (B, H_kv, t, E) per layer
 
         def random() -> torch.Tensor:

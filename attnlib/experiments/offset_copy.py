@@ -17,7 +17,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_int, check_ndim, check_tensor, check_token_ids, shape_str
+from attnlib._checks import (
+    check_floating,
+    check_instance,
+    check_int,
+    check_ndim,
+    check_positive,
+    check_tensor,
+    check_token_ids,
+    shape_str,
+)
 from attnlib.blocks.multihead import MultiHeadAttention
 from attnlib.blocks.positional import LearnedPositionalEmbedding
 
@@ -30,7 +39,14 @@ __all__ = [
 ]
 
 
+def _generator(seed: int) -> torch.Generator:
+    """A private generator seeded with ``seed``, an int >= 0."""
+    return torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+
+
 def _check_offsets(offsets: Sequence[int]) -> tuple[int, ...]:
+    if isinstance(offsets, str) or not isinstance(offsets, Sequence):
+        raise TypeError(f"offsets must be a non-empty sequence of ints, got {offsets!r}")
     offsets = tuple(offsets)
     if not offsets or any(isinstance(o, bool) or not isinstance(o, int) for o in offsets):
         raise TypeError(f"offsets must be a non-empty sequence of ints, got {offsets!r}")
@@ -65,7 +81,7 @@ def offset_copy_task(
     for name, value in sizes:
         check_int(name, value, minimum=1)
     offsets = _check_offsets(offsets)
-    g = torch.Generator().manual_seed(seed)
+    g = _generator(seed)
     tokens = torch.randint(0, num_symbols, (n, length), generator=g)  # (n, L)
     # roll by -o moves x_{t+o} to position t; (n, L, K)
     targets = torch.stack([tokens.roll(-o, dims=1) for o in offsets], dim=-1)
@@ -108,14 +124,14 @@ class OffsetCopyModel(nn.Module):
         self.length = check_int("length", length, minimum=1)
         self.num_symbols = check_int("num_symbols", num_symbols, minimum=1)
         self.num_offsets = check_int("num_offsets", num_offsets, minimum=1)
+        check_int("embed_dim", embed_dim, minimum=1)
         self.embedding = nn.Embedding(num_symbols, embed_dim)
         self.position = LearnedPositionalEmbedding(length, embed_dim)
         self.attention = MultiHeadAttention(embed_dim, num_heads)
         self.readout = nn.Linear(embed_dim, num_offsets * num_symbols)
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
-        # (B, L) ids in [0, V)
-        _check_tokens(tokens, self.length, self.num_symbols)
+        _check_tokens(self, tokens)  # (B, L) ids in [0, V)
         h = self.position(self.embedding(tokens))  # (B, L, D)
         # (B, L, D), (B, H, L, L)
         y, weights = self.attention(h, h, h, need_weights=True)
@@ -126,10 +142,10 @@ class OffsetCopyModel(nn.Module):
         return logits.view(B, L, K, V), weights  # (B, L, K, V), (B, H, L, L)
 
 
-def _check_tokens(tokens: Tensor, length: int, num_symbols: int) -> None:
-    check_token_ids("tokens", tokens, num_symbols)
-    if tokens.shape[1] != length:
-        raise ValueError(f"tokens must have shape (B, L) with L = {length}, "
+def _check_tokens(model: OffsetCopyModel, tokens: Tensor) -> None:
+    check_token_ids("tokens", tokens, model.num_symbols, device=model.readout.weight.device)
+    if tokens.shape[1] != model.length:
+        raise ValueError(f"tokens must have shape (B, L) with L = {model.length}, "
                          f"got {shape_str(tokens.shape)}")
 
 
@@ -159,11 +175,9 @@ def fit_offset_copy(
     """
     check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
-    if targets.shape != (*tokens.shape, model.num_offsets):
-        raise ValueError(f"targets must have shape (n, L, K) = "
-                         f"{shape_str((*tokens.shape, model.num_offsets))}, "
-                         f"got {shape_str(targets.shape)}")
-    generator = torch.Generator().manual_seed(seed)
+    check_positive("lr", lr)
+    _check_data(model, tokens, targets)
+    generator = _generator(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
     losses = []
@@ -187,6 +201,7 @@ def offset_accuracy(model: OffsetCopyModel, tokens: Tensor, targets: Tensor) -> 
         - tokens: (n, L), targets: (n, L, K)
         - output: (K,), one accuracy per offset
     """
+    _check_data(model, tokens, targets)
     logits: Tensor = model(tokens)[0]  # (n, L, K, V)
     return (logits.argmax(dim=-1) == targets).double().mean(dim=(0, 1))  # (K,)
 
@@ -209,8 +224,11 @@ def attention_by_offset(weights: Tensor) -> Tensor:
     Raises:
         ValueError: if ``weights`` is not (B, H, L, L).
     """
-    check_tensor("weights", weights)
+    check_floating("weights", weights)
     check_ndim("weights", weights, 4, "(B, H, L, L)")
+    if weights.shape[0] == 0:
+        raise ValueError(f"weights must hold at least one sequence (B >= 1), got shape "
+                         f"{shape_str(weights.shape)}")
     L = weights.shape[-1]
     if weights.shape[-2] != L:
         raise ValueError(f"weights must be self-attention weights (B, H, L, L), "
@@ -218,3 +236,19 @@ def attention_by_offset(weights: Tensor) -> Tensor:
     t = torch.arange(L, device=weights.device)  # (L,)
     columns = [weights[:, :, t, (t + i - L // 2) % L].mean(dim=(0, 2)) for i in range(L)]
     return torch.stack(columns, dim=-1)  # (H, L)
+
+
+def _check_data(model: OffsetCopyModel, tokens: Tensor, targets: Tensor) -> None:
+    """An :class:`OffsetCopyModel`, its tokens (n, L) and targets (n, L, K) of its symbols."""
+    check_instance("model", model, OffsetCopyModel, "an OffsetCopyModel")
+    _check_tokens(model, tokens)
+    check_tensor("targets", targets)
+    if targets.shape != (*tokens.shape, model.num_offsets):
+        raise ValueError(f"targets must have shape (n, L, K) = "
+                         f"{shape_str((*tokens.shape, model.num_offsets))}, "
+                         f"got {shape_str(targets.shape)}")
+    check_token_ids("targets", targets, model.num_symbols, 3, "(n, L, K)",
+                    model.readout.weight.device)
+    if tokens.shape[0] == 0:
+        raise ValueError(f"tokens must hold at least one sequence (n >= 1), got shape "
+                         f"{shape_str(tokens.shape)}")

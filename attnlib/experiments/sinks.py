@@ -24,7 +24,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnlib._checks import check_int, check_ndim, check_tensor
+from attnlib._checks import (
+    check_device,
+    check_instance,
+    check_int,
+    check_tensor,
+    check_token_ids,
+    shape_str,
+)
 from attnlib.blocks.gated_attention import CausalSelfAttention
 from attnlib.models.decoder_lm import DecoderLM, train_lm
 from attnlib.models.mixer_lm import MixerBlock, MixerCache, MixerLM
@@ -54,10 +61,12 @@ def backcopy_text(n: int, length: int, seed: int = 0) -> Tensor:
         - output: (n, length), long, ids in [0, 27)
 
     Raises:
-        TypeError: if an argument is not an int. ValueError: if ``n`` < 1 or ``length`` < 2.
+        TypeError: if an argument is not an int. ValueError: if ``n`` < 1, ``length`` < 2
+            or ``seed`` < 0.
     """
     check_int("n", n, minimum=1)
     check_int("length", length, minimum=2)
+    check_int("seed", seed, minimum=0)
     table, trigger = _bigram_table(), torch.zeros(27, dtype=torch.bool)
     trigger[list(TRIGGERS)] = True
     generator = torch.Generator().manual_seed(seed)
@@ -76,22 +85,40 @@ def backcopy_targets(tokens: Tensor) -> Tensor:
 
     Shape:
         - tokens: (B, L); output: (B, L)
+
+    Raises:
+        TypeError, ValueError: unless ``tokens`` is a (B, L) tensor of ids in [0, 27).
     """
-    tokens = check_tensor("tokens", tokens)
-    check_ndim("tokens", tokens, 2, "(B, L)")
+    tokens = check_token_ids("tokens", tokens, BOS + 1)
     targets = torch.full_like(tokens, -100)
     targets[:, :-1] = tokens[:, 1:]
     return targets
 
 
 def is_trigger(tokens: Tensor) -> Tensor:
-    """True where the token is a trigger letter. Shape: (B, L) -> (B, L) bool."""
+    """True where the token is a trigger letter. Shape: (B, L) -> (B, L) bool.
+
+    Raises:
+        TypeError, ValueError: unless ``tokens`` is a (B, L) tensor of ids in [0, 27).
+    """
+    tokens = check_token_ids("tokens", tokens, BOS + 1)
     return torch.isin(tokens, torch.tensor(TRIGGERS))
 
 
 def train(model: MixerLM, length: int, steps: int, lr: float = 0.01, batch: int = 16
           ) -> list[float]:
-    """Train on fresh Bigram-Backcopy batches (seed = step) with chapter 9's ``train_lm``."""
+    """Train on fresh Bigram-Backcopy batches (seed = step) with chapter 9's ``train_lm``.
+
+    Raises:
+        TypeError: if ``model`` is not a MixerLM; ValueError: if it does not read the 27 ids;
+            as ``train_lm`` and :func:`backcopy_text` for the others (``batch`` is its ``n``).
+    """
+    check_instance("model", model, MixerLM, "a MixerLM")
+    if model.vocab_size != BOS + 1:
+        raise ValueError(f"model must read the {BOS + 1} ids of the letters and BOS, got "
+                         f"vocab_size = {model.vocab_size}")
+    check_int("batch", batch, minimum=1)
+    check_int("length", length, minimum=2)
     def draw(step: int) -> tuple[Tensor, Tensor]:
         tokens = backcopy_text(batch, length, seed=step)
         return tokens, backcopy_targets(tokens)
@@ -100,20 +127,46 @@ def train(model: MixerLM, length: int, steps: int, lr: float = 0.01, batch: int 
     return train_lm(cast(DecoderLM, model), draw, steps=steps, lr=lr)
 
 
+def _check_model(model: object, tokens: object) -> Tensor:
+    """A MixerLM; and ``tokens``, (B, L) ids of its vocabulary on its device."""
+    check_instance("model", model, MixerLM, "a MixerLM")
+    assert isinstance(model, MixerLM)
+    return check_token_ids("tokens", tokens, model.vocab_size,
+                           device=model.embedding.weight.device)
+
+
 @torch.no_grad()
 def first_token_mass(model: MixerLM, tokens: Tensor, where: Tensor) -> Tensor:
     """Mean attention weight on position 0, per layer and head, over the queries in ``where``.
 
     Shape:
         - tokens: (B, L); where: (B, L) bool; output: (N, H)
+
+    Raises:
+        TypeError: if ``model`` is not a MixerLM of :class:`CausalSelfAttention` layers,
+            ``tokens`` not integer or ``where`` not bool.
+        ValueError: if ``tokens`` is not (B, L) with ids in [0, V) on the model's device, or
+            ``where`` not of its shape or selecting no query.
     """
+    tokens = _check_model(model, tokens)
+    where = check_tensor("where", where)
+    if where.dtype != torch.bool:
+        raise TypeError(f"where must be a bool tensor (True = a query to average over), got "
+                        f"dtype {where.dtype}")
+    check_device("where", where, tokens.device, "tokens")
+    if where.shape != tokens.shape:
+        raise ValueError(f"where must have tokens' shape (B, L) = {shape_str(tokens.shape)}, "
+                         f"got {shape_str(where.shape)}")
+    if not bool(where.any()):
+        raise ValueError("where must select at least one query (the mean over none is "
+                         "undefined), got all False")
     masses = []
     x = model.embedding(tokens)
     for block in model.blocks:
         assert isinstance(block, MixerBlock)
         mixer = block.mixer
         if not isinstance(mixer, CausalSelfAttention):
-            raise TypeError(f"every mixer must be a CausalSelfAttention, got "
+            raise TypeError(f"model's mixers must be CausalSelfAttention layers, got "
                             f"{type(mixer).__name__}")
         weights = mixer.attention_weights(block.norm1(x))  # (B, H, L, L)
         masses.append(weights[..., 0].transpose(1, 2)[where].mean(0))  # (H,)
@@ -132,7 +185,22 @@ def loss_by_position(model: MixerLM, tokens: Tensor, window: int | None = None,
 
     Shape:
         - tokens: (B, T); output: (B, T - 1), the loss of predicting token t + 1 at t
+
+    Raises:
+        TypeError: if ``model`` is not a MixerLM, or ``window`` or ``sink_tokens`` not an int.
+        ValueError: if ``tokens`` is not (B, T), T >= 2, with ids in [0, V) on the model's
+            device, ``window`` < 1, or ``sink_tokens`` not below ``window``.
     """
+    tokens = _check_model(model, tokens).long()
+    if tokens.shape[1] < 2:
+        raise ValueError(f"tokens must hold T >= 2 tokens (a next token to predict), got "
+                         f"shape {shape_str(tokens.shape)}")
+    if window is not None:
+        check_int("window", window, minimum=1)
+    check_int("sink_tokens", sink_tokens, minimum=0)
+    if sink_tokens and (window is None or sink_tokens >= window):
+        raise ValueError(f"sink_tokens must be below window (the sinks are part of it), got "
+                         f"sink_tokens = {sink_tokens} and window = {window}")
     streamed = copy.deepcopy(model)
     for block in streamed.blocks:
         assert isinstance(block, MixerBlock)

@@ -38,11 +38,23 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_choice, check_int, check_positive, check_token_ids, shape_str
+from attnlib._checks import (
+    check_choice,
+    check_flag,
+    check_input,
+    check_instance,
+    check_int,
+    check_mask,
+    check_positive,
+    check_tensor,
+    check_token_ids,
+    shape_str,
+)
 from attnlib.blocks.alibi import alibi_bias, alibi_slopes
 from attnlib.blocks.gqa import GroupedQueryAttention, gqa_parameter_count, mean_pool_kv
 from attnlib.blocks.linear_attention import LinearSelfAttention
 from attnlib.blocks.positional import RotaryPositionalEmbedding
+from attnlib.models.mixer_lm import MixerLM
 from attnlib.models.transformer.layers import FeedForward
 
 __all__ = [
@@ -93,7 +105,7 @@ class DecoderLMConfig:
     attention: str = "softmax"
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "d_ff", "num_layers", "max_len"):
+        for name in ("vocab_size", "d_model", "d_ff", "num_layers", "max_len"):
             check_int(name, getattr(self, name), minimum=1)
         gqa_parameter_count(self.d_model, self.num_heads, self.num_kv_heads)  # validates
         if (self.d_model // self.num_heads) % 2:
@@ -131,6 +143,11 @@ class LMCache:
     length: int = 0
     window: int | None = None
 
+    def __post_init__(self) -> None:
+        check_int("length", self.length, minimum=0)
+        if self.window is not None:
+            check_int("window", self.window, minimum=1)
+
     def nbytes(self) -> int:
         """Bytes held by the cached tensors."""
         return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values))
@@ -158,6 +175,7 @@ class DecoderBlock(nn.Module):
 
     def __init__(self, config: DecoderLMConfig, *, dtype: torch.dtype | None = None) -> None:
         super().__init__()
+        check_instance("config", config, DecoderLMConfig, "a DecoderLMConfig")
         c = config
         rope = None if c.alibi else RotaryPositionalEmbedding(c.head_dim, c.rope_base)
         kind = LinearSelfAttention if c.attention == "linear" else GroupedQueryAttention
@@ -170,6 +188,7 @@ class DecoderBlock(nn.Module):
         self, x: Tensor, attn_mask: Tensor,
         past: tuple[Tensor, Tensor] | None = None, offset: int = 0,
     ) -> tuple[Tensor, Tensor, Tensor]:
+        _check_block_input(self, x, attn_mask)
         # (B, L, D), and this block's keys and values (B, H_kv, L, E)
         attended, k, v = self.attn(self.norm1(x), attn_mask, past, offset)
         x = x + attended
@@ -214,18 +233,47 @@ class DecoderLM(nn.Module):
             block.attn = mean_pool_kv(block.attn, num_kv_heads)
         return clone
 
+    def _check_cache(self, cache: object, B: int) -> None:
+        """None, or an :class:`LMCache` this model filled for B sequences."""
+        if cache is None:
+            return
+        check_instance("cache", cache, LMCache, "an LMCache")
+        assert isinstance(cache, LMCache)
+        c = self.config
+        check_int("cache.length", cache.length, minimum=0)
+        if cache.length and cache.window != c.window:
+            raise ValueError(f"cache was filled by a model with window = {cache.window}, this "
+                             f"one has window = {c.window}")
+        if len(cache.keys) != len(cache.values) or len(cache.keys) > c.num_layers:
+            raise ValueError(f"cache must hold keys and values of at most {c.num_layers} layers, "
+                             f"got {len(cache.keys)} keys and {len(cache.values)} values")
+        if cache.length and len(cache.keys) != c.num_layers:
+            raise ValueError(f"cache holds {len(cache.keys)} layers, this model has "
+                             f"{c.num_layers}: use a fresh LMCache for this model")
+        weight = self.embedding.weight
+        want = (B, c.num_kv_heads, c.head_dim)
+        for n, (k, v) in enumerate(zip(cache.keys, cache.values, strict=True)):
+            for part, t in (("keys", k), ("values", v)):
+                t = check_input(f"cache.{part}[{n}]", t, weight, 4, "(B, H_kv, P, E)")
+                if (t.shape[0], t.shape[1], t.shape[3]) != want:
+                    raise ValueError(f"cache.{part}[{n}] must have shape (B, H_kv, P, E) = "
+                                     f"({B}, {want[1]}, P, {want[2]}) for tokens of batch "
+                                     f"B = {B}, got {shape_str(t.shape)}")
+
     def parameter_count(self) -> int:
         """Learnable parameters (the tied embedding counted once)."""
         return sum(p.numel() for p in self.parameters())
 
     def forward(self, tokens: Tensor, cache: LMCache | None = None) -> Tensor:
         c = self.config
-        tokens = check_token_ids("tokens", tokens, c.vocab_size)
+        tokens = check_token_ids("tokens", tokens, c.vocab_size,
+                                 device=self.embedding.weight.device)
         L = tokens.shape[1]
+        self._check_cache(cache, tokens.shape[0])
         offset = 0 if cache is None else cache.length
         if offset + L > c.max_len:
             raise ValueError(f"tokens of shape {shape_str(tokens.shape)} at position {offset} "
-                             f"would pass max_len = {c.max_len}")
+                             f"(the positions in the cache) would pass max_len = {c.max_len}")
         q_pos = torch.arange(offset, offset + L, device=tokens.device)  # (L,)
         x = self.embedding(tokens)  # (B, L, D)
         for n, block in enumerate(self.blocks):
@@ -258,9 +306,20 @@ class DecoderLM(nn.Module):
 def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
     """Mean next-token cross-entropy over the targets that are not -100.
 
+    0 (with a gradient of zeros) when every target is -100: there is nothing to score, and the
+    mean of nothing would be NaN.
+
     Shape:
         - logits: (B, L, V); targets: (B, L)
+
+    Raises:
+        TypeError: if ``logits`` is not floating point or ``targets`` not integer ids.
+        ValueError: if the shapes do not agree, the tensors are on different devices, or a
+            target is outside [0, V) and not -100.
     """
+    logits, targets = _check_loss_args(logits, targets)
+    if not bool((targets != -100).any()):  # no target to score: 0, not the mean of nothing
+        return logits.sum() * 0.0
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
 
 
@@ -278,7 +337,17 @@ def generate(model: DecoderLM, prompt: Tensor, steps: int, *, use_cache: bool = 
         ValueError: if ``steps`` < 0 or the result would pass ``max_len``; as the model's
             forward for a bad prompt.
     """
+    check_instance("model", model, DecoderLM, "a DecoderLM")
+    prompt = check_token_ids("prompt", prompt, model.config.vocab_size,
+                             device=model.embedding.weight.device)
     check_int("steps", steps, minimum=0)
+    check_flag("use_cache", use_cache)
+    if prompt.shape[1] == 0:
+        raise ValueError(f"prompt must hold at least one token, got shape "
+                         f"{shape_str(prompt.shape)}")
+    if prompt.shape[1] + steps > model.config.max_len:
+        raise ValueError(f"steps = {steps} new tokens after a prompt of {prompt.shape[1]} would "
+                         f"pass max_len = {model.config.max_len}")
     was_training = model.training
     model.eval()
     try:
@@ -312,8 +381,14 @@ def train_lm(
         The training loss of every step.
 
     Raises:
-        ValueError: if ``steps`` < 1 or ``lr`` <= 0.
+        ValueError: if ``steps`` < 1 or ``lr`` <= 0. TypeError: if ``model`` is not a
+            :class:`DecoderLM` or :class:`~attnlib.models.mixer_lm.MixerLM`.
     """
+    check_instance("model", model, (DecoderLM, MixerLM), "a language model (a DecoderLM or "
+                   "a MixerLM)")
+    if not callable(batch):
+        raise TypeError(f"batch must be callable, batch(step) -> (tokens, targets), got "
+                        f"{type(batch).__name__}")
     check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -331,3 +406,43 @@ def train_lm(
         losses.append(loss.item())
     model.eval()
     return losses
+
+
+def _check_block_input(block: DecoderBlock, x: Tensor, attn_mask: Tensor) -> None:
+    """x (B, L, D) like the block's parameters, and a mask (L, P + L) (``attn_mask`` is
+    required: without one a block would attend to later positions)."""
+    x = check_input("x", x, block.norm1.weight, 3, "(B, L, D)")
+    if x.shape[-1] != block.norm1.normalized_shape[0]:
+        raise ValueError(f"x must have shape (B, L, D) with D = {block.norm1.normalized_shape[0]}, "
+                         f"got {shape_str(x.shape)}")
+    if attn_mask is None:
+        raise TypeError("attn_mask must be a tensor (the causal mask, True = may attend), got "
+                        "None: a decoder block never attends to later positions")
+    attn_mask = check_tensor("attn_mask", attn_mask)
+    check_mask("attn_mask", attn_mask, attn_mask.shape, device=x.device)  # the shape: GQA's
+
+
+def _check_loss_args(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    """Logits (B, L, V) and targets (B, L), ids in [0, V) or -100 (ignored)."""
+    logits = check_tensor("logits", logits)
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must have a floating-point dtype, got {logits.dtype}")
+    if logits.ndim != 3 or logits.shape[-1] == 0:
+        raise ValueError(f"logits must have shape (B, L, V) with V >= 1, got "
+                         f"{shape_str(logits.shape)}")
+    targets = check_tensor("targets", targets)
+    if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
+        raise TypeError(f"targets must hold integer ids, got dtype {targets.dtype}")
+    if targets.device != logits.device:
+        raise ValueError(f"targets is on device {targets.device}, but logits is on "
+                         f"{logits.device}")
+    if targets.shape != logits.shape[:2]:
+        raise ValueError(f"targets must have shape (B, L) = {shape_str(logits.shape[:2])} of "
+                         f"logits of shape {shape_str(logits.shape)}, got "
+                         f"{shape_str(targets.shape)}")
+    V = logits.shape[-1]
+    outside = ((targets < 0) | (targets >= V)) & (targets != -100)
+    if bool(outside.any()):
+        raise ValueError(f"targets must hold ids in [0, V) = [0, {V}) or -100 (ignored), got "
+                         f"{int(targets[outside][0])}")
+    return logits, targets.long()

@@ -25,10 +25,15 @@ from torch import Tensor, nn
 
 from attnlib._checks import (
     check_choice,
+    check_device,
+    check_flag,
+    check_float_dtype,
     check_floating,
     check_int,
+    check_mask,
     check_ndim,
     check_positive,
+    check_real,
     check_tensor,
     shape_str,
 )
@@ -38,16 +43,19 @@ KERNELS = ("gaussian", "boxcar", "epanechnikov")
 
 def gaussian_kernel(u: Tensor) -> Tensor:
     r"""Gaussian kernel :math:`K(u) = \exp(-\lVert u\rVert^2 / 2)` (unnormalised)."""
+    check_floating("u", u)
     return torch.exp(-0.5 * u.square().sum(-1))
 
 
 def boxcar_kernel(u: Tensor) -> Tensor:
     r"""Boxcar kernel :math:`K(u) = \mathbb{1}[\lVert u\rVert \le 1]`."""
+    check_floating("u", u)
     return (u.square().sum(-1) <= 1).to(u.dtype)
 
 
 def epanechnikov_kernel(u: Tensor) -> Tensor:
     r"""Epanechnikov kernel :math:`K(u) = \tfrac34\,(1 - \lVert u\rVert^2)_+`."""
+    check_floating("u", u)
     return 0.75 * torch.clamp(1 - u.square().sum(-1), min=0)
 
 
@@ -110,8 +118,15 @@ def _check_kernel_args(
     """The argument checks of :func:`kernel_scores`; returns queries and keys as points."""
     check_choice("kernel", kernel, KERNELS)
     check_positive("bandwidth", bandwidth)
+    if isinstance(bandwidth, Tensor) and bandwidth.ndim != 0:
+        raise ValueError(f"bandwidth must be a number or a 0-d tensor (one bandwidth for "
+                         f"every feature), got a tensor of shape {shape_str(bandwidth.shape)}")
     q = _as_points("queries", queries)
     k = _as_points("keys", keys)
+    check_device("keys", keys, queries.device, "queries")
+    if queries.dtype in (torch.float16, torch.bfloat16):
+        raise TypeError(f"queries must be float32 or float64, got {queries.dtype}: squared "
+                        f"distances overflow it; convert the points with .float()")
     if queries.ndim != keys.ndim:
         raise ValueError(f"queries and keys must have the same number of dimensions, got "
                          f"queries {shape_str(queries.shape)} and keys {shape_str(keys.shape)}")
@@ -188,20 +203,17 @@ def _values_as_columns(values: Tensor, queries: Tensor, keys: Tensor, scores: Te
     if v.dtype != scores.dtype:
         raise TypeError(f"values must have the dtype of queries and keys, {scores.dtype}, "
                         f"got {v.dtype}")
+    check_device("values", values, scores.device, "queries")
     return v
 
 
 def _check_attn_mask(attn_mask: Tensor, scores: Tensor) -> Tensor:
+    """A bool mask that broadcasts to the (..., L, S) scores without enlarging them."""
     check_tensor("attn_mask", attn_mask)
     if attn_mask.dtype != torch.bool:
         raise TypeError(f"attn_mask must be a boolean tensor (True = may attend), "
                         f"got dtype {attn_mask.dtype}")
-    try:
-        torch.broadcast_shapes(attn_mask.shape, scores.shape)  # type: ignore[no-untyped-call]
-    except RuntimeError:
-        raise ValueError(f"attn_mask of shape {shape_str(attn_mask.shape)} does not broadcast "
-                         f"to the scores' shape {shape_str(scores.shape)}") from None
-    return attn_mask
+    return check_mask("attn_mask", attn_mask, scores.shape, device=scores.device)
 
 
 def _check_every_query_has_a_key(
@@ -273,6 +285,7 @@ class NadarayaWatson(nn.Module):
     def forward(
         self, queries: Tensor, keys: Tensor, values: Tensor, attn_mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
+        check_floating("queries", queries)  # before its dtype converts the bandwidth
         return nadaraya_watson(queries, keys, values, self.bandwidth.to(queries.dtype),
                                self.kernel, attn_mask)
 
@@ -309,7 +322,7 @@ def fit_bandwidth(
         ValueError: ``steps`` < 1, ``lr`` <= 0, or a boxcar model (its bandwidth has no
             gradient).
     """
-    _check_fit_args(model, steps, lr)
+    _check_fit_args(model, x, y, steps, lr, leave_one_out)
     mask = leave_one_out_mask(x.shape[0], x.device) if leave_one_out else None
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses: list[float] = []
@@ -325,11 +338,29 @@ def fit_bandwidth(
     return FitResult(losses=losses, bandwidths=bandwidths)
 
 
-def _check_fit_args(model: NadarayaWatson, steps: int, lr: float) -> None:
+def _check_fit_args(model: NadarayaWatson, x: Tensor, y: Tensor, steps: int, lr: float,
+                    leave_one_out: bool) -> None:
     """The argument checks of :func:`fit_bandwidth`."""
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
+    if not isinstance(model, NadarayaWatson):
+        raise TypeError(f"model must be a NadarayaWatson, got {type(model).__name__}")
+    device = model.log_bandwidth.device
+    for name, t in (("x", x), ("y", y)):
+        t = check_floating(name, t)
+        check_ndim(name, t, (1, 2), "(N,) or (N, E)")
+        check_device(name, t, device, "the model")
+        if t.dtype in (torch.float16, torch.bfloat16):
+            raise TypeError(f"{name} must be float32 or float64, got {t.dtype}")
+    if y.shape[0] != x.shape[0] or y.dtype != x.dtype:
+        raise ValueError(f"y must hold one target per point of x, in x's dtype {x.dtype}, got "
+                         f"x of shape {shape_str(x.shape)} and y of shape "
+                         f"{shape_str(y.shape)} ({y.dtype})")
+    check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
+    check_flag("leave_one_out", leave_one_out)
+    if x.shape[0] < 1 + leave_one_out:
+        raise ValueError(f"x must hold at least {1 + leave_one_out} points (each point needs "
+                         f"another as its key with leave_one_out), got shape "
+                         f"{shape_str(x.shape)}")
     if model.kernel == "boxcar":
         raise ValueError(
             "model.kernel='boxcar' cannot be fitted by gradient descent: its weights are "
@@ -340,6 +371,7 @@ def _check_fit_args(model: NadarayaWatson, steps: int, lr: float) -> None:
 
 def target_function(x: Tensor) -> Tensor:
     r"""The smooth function behind the chapter's data: :math:`f(x) = 2\sin x + x^{0.8}`."""
+    check_floating("x", x)
     return 2 * torch.sin(x) + x.abs().pow(0.8)
 
 
@@ -360,12 +392,19 @@ def make_regression_data(
     """Sorted training inputs uniform on [0, x_max], targets f(x) + N(0, noise²); a test grid.
 
     Deterministic for a seed (its own generator; global RNG state is untouched).
+
+    Raises:
+        TypeError: if a count or the seed is not an int, ``noise`` or ``x_max`` not a number,
+            or ``dtype`` not a floating-point dtype.
+        ValueError: if ``n_train`` < 2, ``n_test`` < 1, ``noise`` is negative or not finite,
+            ``x_max`` is not finite and > 0, or ``seed`` < 0.
     """
-    if n_train < 2 or n_test < 1:
-        raise ValueError(f"n_train must be >= 2 and n_test >= 1, got n_train={n_train}, n_test={n_test}")
+    check_int("n_train", n_train, minimum=2)
+    check_int("n_test", n_test, minimum=1)
     check_positive("x_max", x_max)
-    if noise < 0:
-        raise ValueError(f"noise must be >= 0, got {noise}")
+    check_real("noise", noise, minimum=0.0)
+    check_int("seed", seed, minimum=0)
+    check_float_dtype("dtype", dtype)
     gen = torch.Generator().manual_seed(seed)
     x_train = torch.sort(torch.rand(n_train, generator=gen, dtype=dtype) * x_max).values
     y_train = target_function(x_train) + noise * torch.randn(n_train, generator=gen, dtype=dtype)

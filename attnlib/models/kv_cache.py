@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from attnlib._checks import check_token_ids
 from attnlib.blocks.attention import scaled_dot_product_attention
 from attnlib.blocks.multihead import MultiHeadAttention, merge_heads, split_heads
 
@@ -50,11 +51,18 @@ class LayerCache:
         Shape:
             - index: (B',) row numbers of the current batch
         """
+        index = _check_index(index, self.memory_key)
         # (B', H, t, E) for the self-attention, (B', H, S, E) for the memory
         self.self_key = self.self_key.index_select(0, index)
         self.self_value = self.self_value.index_select(0, index)
         self.memory_key = self.memory_key.index_select(0, index)
         self.memory_value = self.memory_value.index_select(0, index)
+
+
+def _check_index(index: object, batch: Tensor) -> Tensor:
+    """Row numbers (B',) of a batch of ``batch.shape[0]`` rows, as an int64 tensor."""
+    index = check_token_ids("index", index, batch.shape[0], 1, "(B',)", batch.device)
+    return index.long()
 
 
 def _project_key_value(mha: MultiHeadAttention, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -114,6 +122,7 @@ class DecoderCache:
         Shape:
             - index: (B',)
         """
+        index = _check_index(index, self.memory_key_padding_mask)
         for layer in self.layers:
             layer.reorder(index)
         self.memory_key_padding_mask = self.memory_key_padding_mask.index_select(0, index)

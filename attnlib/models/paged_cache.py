@@ -21,7 +21,15 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from attnlib._checks import check_int, check_ndim, check_tensor, shape_str
+from attnlib._checks import (
+    check_device,
+    check_float_dtype,
+    check_floating,
+    check_instance,
+    check_int,
+    check_ndim,
+    shape_str,
+)
 from attnlib.blocks.gqa import grouped_query_attention
 
 __all__ = ["PagedKVCache", "paged_attention"]
@@ -40,7 +48,7 @@ class PagedKVCache:
         - key_blocks, value_blocks: (num_blocks, H_kv, block_size, E)
 
     Raises:
-        ValueError: if a size is < 1.
+        ValueError: if a size is < 1. TypeError: if ``dtype`` is not a floating-point dtype.
     """
 
     def __init__(self, num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
@@ -48,6 +56,7 @@ class PagedKVCache:
         for name, value in (("num_blocks", num_blocks), ("block_size", block_size),
                             ("num_kv_heads", num_kv_heads), ("head_dim", head_dim)):
             check_int(name, value, minimum=1)
+        check_float_dtype("dtype", dtype)
         shape = (num_blocks, num_kv_heads, block_size, head_dim)
         self.key_blocks = torch.zeros(shape, dtype=dtype)
         self.value_blocks = torch.zeros(shape, dtype=dtype)
@@ -63,11 +72,15 @@ class PagedKVCache:
             - key, value: (H_kv, L, E)
 
         Raises:
-            ValueError: if the shapes do not fit the pool, or the pool has too few free blocks.
+            ValueError: if the shapes do not fit the pool, the tensors are on another device,
+                or the pool has too few free blocks.
+            TypeError: if ``seq`` is not an int >= 0, or ``key`` or ``value`` not floating.
         """
+        check_int("seq", seq, minimum=0)
         _, H_kv, _, E = self.key_blocks.shape
         for name, x in (("key", key), ("value", value)):
-            x = check_tensor(name, x)
+            x = check_floating(name, x)
+            check_device(name, x, self.key_blocks.device, "the cache")
             check_ndim(name, x, 3, "(H_kv, L, E)")
             if x.shape[0] != H_kv or x.shape[2] != E or x.shape != key.shape:
                 raise ValueError(f"{name} must have shape (H_kv, L, E) with H_kv = {H_kv}, "
@@ -88,13 +101,29 @@ class PagedKVCache:
         self.value_blocks[blocks, :, slots] = value.transpose(0, 1).to(self.value_blocks.dtype)
         self.lengths[seq] = end
 
+    def _check_seq(self, seq: object) -> None:
+        check_int("seq", seq, minimum=0)
+        if seq not in self.tables:
+            raise ValueError(f"seq must be a sequence in the cache, got {seq}; it holds "
+                             f"{sorted(self.tables)}")
+
     def release(self, seq: int) -> None:
-        """Give sequence ``seq``'s blocks back to the pool."""
+        """Give sequence ``seq``'s blocks back to the pool.
+
+        Raises:
+            TypeError, ValueError: unless ``seq`` is a sequence in the cache.
+        """
+        self._check_seq(seq)
         self.free += self.tables.pop(seq, [])
         self.lengths.pop(seq, None)
 
     def gather(self, seq: int) -> tuple[Tensor, Tensor]:
-        """Sequence ``seq``'s keys and values, contiguous: (H_kv, t, E) each."""
+        """Sequence ``seq``'s keys and values, contiguous: (H_kv, t, E) each.
+
+        Raises:
+            TypeError, ValueError: unless ``seq`` is a sequence in the cache.
+        """
+        self._check_seq(seq)
         table, t = self.tables[seq], self.lengths[seq]
 
         def read(pool: Tensor) -> Tensor:
@@ -108,7 +137,8 @@ class PagedKVCache:
         return sum(len(table) for table in self.tables.values())
 
 
-def paged_attention(query: Tensor, cache: PagedKVCache, seqs: Sequence[int]) -> Tensor:
+def paged_attention(query: Tensor, cache: PagedKVCache,
+                    seqs: Sequence[int]) -> Tensor:
     """One new query per sequence attends to that sequence's cached keys and values.
 
     The keys and values are read block by block through each sequence's table (padded to the
@@ -119,8 +149,10 @@ def paged_attention(query: Tensor, cache: PagedKVCache, seqs: Sequence[int]) -> 
         - query: (B, H, 1, E), row b for sequence ``seqs[b]``; output: (B, H, 1, E)
 
     Raises:
-        ValueError: if ``query`` is not (B, H, 1, E) with one row per sequence, or a sequence
-            is not in the cache.
+        ValueError: if ``query`` is not (B, H, 1, E) with one row per sequence, is on another
+            device than the cache, or a sequence is not in the cache.
+        TypeError: if ``query`` is not floating, ``cache`` not a :class:`PagedKVCache`, or
+            ``seqs`` not a sequence of ints.
     """
     _check_paged_args(query, cache, seqs)
     width = max(len(cache.tables[s]) for s in seqs)
@@ -131,18 +163,27 @@ def paged_attention(query: Tensor, cache: PagedKVCache, seqs: Sequence[int]) -> 
 
     def read(pool: Tensor) -> Tensor:
         blocks = pool[table]  # (B, width, H_kv, block_size, E)
-        return blocks.transpose(1, 2).flatten(2, 3)  # (B, H_kv, width * block_size, E)
+        # (B, H_kv, width * block_size, E)
+        return blocks.transpose(1, 2).flatten(2, 3)
 
     keys, values = read(cache.key_blocks), read(cache.value_blocks)
     S = keys.shape[2]
-    mask = torch.arange(S)[None, :] < lengths[:, None]  # (B, S): the sequence's positions
-    return grouped_query_attention(query, keys.to(query.dtype), values.to(query.dtype),
-                                   mask[:, None, None, :])
+    # (B, S): True at the sequence's own positions
+    mask = torch.arange(S)[None, :] < lengths[:, None]
+    keys, values = keys.to(query.dtype), values.to(query.dtype)
+    return grouped_query_attention(query, keys, values, mask[:, None, None, :])
 
 
 def _check_paged_args(query: object, cache: PagedKVCache, seqs: Sequence[int]) -> None:
     """The argument checks of :func:`paged_attention`."""
-    query = check_tensor("query", query)
+    query = check_floating("query", query)
+    check_instance("cache", cache, PagedKVCache, "a PagedKVCache")
+    if isinstance(seqs, str) or not isinstance(seqs, Sequence):
+        raise TypeError(f"seqs must be a sequence of the cache's sequence ids, got "
+                        f"{type(seqs).__name__}")
+    for i, s in enumerate(seqs):
+        check_int(f"seqs[{i}]", s, minimum=0)
+    check_device("query", query, cache.key_blocks.device, "the cache")
     check_ndim("query", query, 4, "(B, H, 1, E)")
     if query.shape[0] != len(seqs) or query.shape[2] != 1:
         raise ValueError(f"query must have shape (B, H, 1, E) with B = len(seqs) = {len(seqs)}, "

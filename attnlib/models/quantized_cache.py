@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from attnlib._checks import check_choice, check_floating, check_int, check_tensor, shape_str
+from attnlib._checks import (
+    check_choice,
+    check_device,
+    check_float_dtype,
+    check_floating,
+    check_int,
+    check_tensor,
+    shape_str,
+)
 from attnlib.models.decoder_lm import LMCache
 
 __all__ = [
@@ -54,7 +62,7 @@ def quantize_per_token(x: Tensor, bits: int = 8) -> tuple[Tensor, Tensor]:
 
     Raises:
         TypeError: if ``x`` is not a floating tensor.
-        ValueError: if ``bits`` is not 4 or 8.
+        ValueError: if ``bits`` is not 4 or 8, or ``x``'s last size E is 0.
     """
     _check_quantize_args(x, bits)
     q_max = 2 ** (bits - 1) - 1
@@ -67,9 +75,12 @@ def quantize_per_token(x: Tensor, bits: int = 8) -> tuple[Tensor, Tensor]:
 
 def _check_quantize_args(x: object, bits: object) -> None:
     """The argument checks of :func:`quantize_per_token`."""
-    check_floating("x", check_tensor("x", x))
-    if bits not in (4, 8):
+    t = check_floating("x", check_tensor("x", x))
+    if isinstance(bits, bool) or bits not in (4, 8):
         raise ValueError(f"bits must be 4 or 8, got {bits!r}")
+    if t.ndim == 0 or t.shape[-1] == 0:
+        raise ValueError(f"x must have shape (..., E) with E >= 1 numbers per vector, got "
+                         f"shape {shape_str(t.shape)}")
 
 
 def dequantize_per_token(codes: Tensor, scale: Tensor, dtype: torch.dtype) -> Tensor:
@@ -79,12 +90,20 @@ def dequantize_per_token(codes: Tensor, scale: Tensor, dtype: torch.dtype) -> Te
         - codes: (..., E) integer; scale: (..., 1); output: (..., E)
 
     Raises:
-        TypeError: if ``codes`` is not an integer tensor.
-        ValueError: if ``scale`` is not (..., 1) for ``codes`` (..., E).
+        TypeError: if ``codes`` is not an integer tensor, ``scale`` not a floating one, or
+            ``dtype`` not a floating-point dtype.
+        ValueError: if ``scale`` is not (..., 1) for ``codes`` (..., E), a code is outside
+            [-127, 127], or the two are on different devices.
     """
-    codes, scale = check_tensor("codes", codes), check_tensor("scale", scale)
+    codes, scale = check_tensor("codes", codes), check_floating("scale", scale)
     if codes.is_floating_point() or codes.is_complex() or codes.dtype == torch.bool:
         raise TypeError(f"codes must have an integer dtype, got {codes.dtype}")
+    check_float_dtype("dtype", dtype)
+    check_device("codes", codes, scale.device, "scale")
+    outside = (codes < -127) | (codes > 127)
+    if codes.device.type != "meta" and bool(outside.any()):
+        raise ValueError(f"codes must lie in [-127, 127] (8 bits or fewer, symmetric), got "
+                         f"{int(codes[outside][0])}")
     if scale.shape != (*codes.shape[:-1], 1):
         raise ValueError(f"scale must have shape (..., 1) = {shape_str((*codes.shape[:-1], 1))} "
                          f"for codes of shape {shape_str(codes.shape)}, got "
@@ -193,6 +212,7 @@ class QuantizedLMCache(LMCache):
     values: list[Tensor] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_choice("format", self.format, FORMATS)
         # the model only indexes, assigns, appends and counts: a store does all four
         self.keys = QuantizedStore(self.format)  # type: ignore[assignment]

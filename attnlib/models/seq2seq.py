@@ -39,7 +39,16 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnlib._checks import check_int, check_tensor, shape_str
+from attnlib._checks import (
+    check_device,
+    check_flag,
+    check_input,
+    check_instance,
+    check_int,
+    check_tensor,
+    check_token_ids,
+    shape_str,
+)
 from attnlib.blocks.masking import lengths_to_mask, masked_softmax
 from attnlib.blocks.scoring import AdditiveScore
 
@@ -88,31 +97,41 @@ class Seq2SeqConfig:
         for name in ("embed_dim", "hidden_size", "attention_size", "max_src_len"):
             check_int(name, getattr(self, name), minimum=1)
         check_int("pad_id", self.pad_id, minimum=0)
-        if not isinstance(self.use_attention, bool):
-            raise TypeError(f"use_attention must be a bool, got {type(self.use_attention).__name__}")
+        vocab = min(self.src_vocab_size, self.tgt_vocab_size)
+        if self.pad_id >= vocab:
+            raise ValueError(f"pad_id must be an id of both vocabularies, < {vocab}, got "
+                             f"pad_id = {self.pad_id} (src_vocab_size = {self.src_vocab_size}, "
+                             f"tgt_vocab_size = {self.tgt_vocab_size})")
+        check_flag("use_attention", self.use_attention)
         if self.fixed_context not in ("final", "mean"):
             raise ValueError(f"fixed_context must be 'final' or 'mean', got {self.fixed_context!r}")
 
 
 def check_source(
-    src: Tensor, src_lengths: Tensor, vocab_size: int, max_src_len: int | None = None
+    src: Tensor, src_lengths: Tensor, vocab_size: int, max_src_len: int | None = None,
+    device: torch.device | None = None,
 ) -> None:
-    """Check a padded batch of source ids and its lengths.
+    """Check a padded batch of source ids and its lengths (on a model's ``device``, if given).
 
     Shape:
         - src: (B, S), integer ids in [0, ``vocab_size``)
         - src_lengths: (B,), integers in [1, S]
 
     Raises:
-        TypeError: if ``src`` or ``src_lengths`` is not an integer tensor.
+        TypeError: if ``src`` or ``src_lengths`` is not an integer tensor, or a size not an int.
         ValueError: if a shape is wrong, the batch or a sentence is empty, a length exceeds S or
-            ``max_src_len``, or an id is outside the vocabulary.
+            ``max_src_len``, an id is outside the vocabulary, or a tensor is on another device.
     """
+    check_int("vocab_size", vocab_size, minimum=1)
+    if max_src_len is not None:
+        check_int("max_src_len", max_src_len, minimum=1)
     check_tensor("src", src)
     check_tensor("src_lengths", src_lengths)
     for name, value in (("src", src), ("src_lengths", src_lengths)):
         if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
             raise TypeError(f"{name} must hold integer ids, got dtype {value.dtype}")
+        check_device(name, value, src.device if device is None else device,
+                     "src" if device is None else "the model")
     if src.ndim != 2:
         raise ValueError(f"src must have 2 dimensions (B, S), got shape {shape_str(src.shape)}")
     if src_lengths.shape != (src.shape[0],):
@@ -169,6 +188,8 @@ class Encoder(nn.Module):
     def __init__(self, vocab_size: int, embed_dim: int, hidden_size: int,
                  pad_id: int = 0):
         super().__init__()
+        _check_sizes(vocab_size, pad_id, embed_dim=embed_dim,
+                     hidden_size=hidden_size)
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
         self.rnn = nn.GRU(embed_dim, hidden_size, batch_first=True,
                           bidirectional=True)
@@ -177,6 +198,7 @@ class Encoder(nn.Module):
         self, src: Tensor, src_lengths: Tensor
     ) -> tuple[Tensor, Tensor]:
         """The states (B, S, 2 d_h), zero at padding, and the final (B, 2 d_h)."""
+        _check_encoder_input(self, src, src_lengths)
         x = self.embedding(src)  # (B, S, E)
         packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True,
                                       enforce_sorted=False)
@@ -250,6 +272,9 @@ class AttentionDecoder(nn.Module):
         pad_id: int = 0,
     ):
         super().__init__()
+        _check_sizes(vocab_size, pad_id, embed_dim=embed_dim, hidden_size=hidden_size,
+                     key_size=key_size, attention_size=attention_size)
+        check_flag("use_attention", use_attention)
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
         self.score: AdditiveScore | None = None
         if use_attention:
@@ -262,6 +287,7 @@ class AttentionDecoder(nn.Module):
 
         The query is the decoder's state (B, d_h).
         """
+        _check_state_memory(self, state, memory)
         if self.score is None:
             assert memory.context is not None and memory.weights is not None
             return memory.context, memory.weights
@@ -276,6 +302,7 @@ class AttentionDecoder(nn.Module):
         self, y_prev: Tensor, state: Tensor, memory: Memory
     ) -> tuple[Tensor, Tensor, Tensor]:
         """One step: attend with the previous state, update it, predict a word."""
+        _check_words("y_prev", y_prev, self, state, 1, "(B,)")
         context, weights = self.attend(state, memory)  # (B, 2 d_h), (B, S)
         # (B, E + 2 d_h)
         rnn_input = torch.cat([self.embedding(y_prev), context], dim=-1)
@@ -292,6 +319,8 @@ class AttentionDecoder(nn.Module):
         applied to all steps at once, outside the loop. Returns logits (B, L, V) and weights
         (B, L, S).
         """
+        _check_state_memory(self, state, memory)
+        _check_words("tgt_in", tgt_in, self, state, 2, "(B, L)")
         embedded = self.embedding(tgt_in)  # (B, L, E)
         states, contexts, weights = [], [], []
         for t in range(tgt_in.shape[1]):
@@ -309,7 +338,12 @@ class AttentionDecoder(nn.Module):
         The same numbers as calling :meth:`step` for t = 1, ..., L (teacher forcing), in one
         fused GRU call. Returns logits (B, L, V) and weights (B, L, S).
         """
-        assert self.score is None and memory.context is not None and memory.weights is not None
+        _check_state_memory(self, state, memory)
+        _check_words("tgt_in", tgt_in, self, state, 2, "(B, L)")
+        if self.score is not None:
+            raise ValueError("fixed_forward is the decoder without attention "
+                             "(use_attention=False); this one attends: use teacher_forced")
+        assert memory.context is not None and memory.weights is not None
         L = tgt_in.shape[1]
         context = memory.context[:, None, :].expand(-1, L, -1)  # (B, L, 2 d_h)
         x = torch.cat([self.embedding(tgt_in), context], dim=-1)  # (B, L, E + 2 d_h)
@@ -358,7 +392,8 @@ class Seq2Seq(nn.Module):
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, Tensor]:
         """Encode a padded batch: the decoder's :class:`Memory`, first state (B, d_h)."""
         c = self.config
-        check_source(src, src_lengths, c.src_vocab_size, c.max_src_len)
+        check_source(src, src_lengths, c.src_vocab_size, c.max_src_len,
+                     _device(self))
         # (B, S, 2 d_h), (B, 2 d_h)
         states, final = self.encoder(src, src_lengths)
         # (B, S)
@@ -378,7 +413,11 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """Teacher-forced logits (B, L, V) and attention weights (B, L, S) for ``tgt_in``."""
+        check_tensor("src", src)
         check_tensor("tgt_in", tgt_in)
+        if tgt_in.is_floating_point() or tgt_in.is_complex() or tgt_in.dtype == torch.bool:
+            raise TypeError(f"tgt_in must hold integer ids, got dtype {tgt_in.dtype}")
+        check_device("tgt_in", tgt_in, self.init_proj.weight.device, "the model")
         if tgt_in.ndim != 2 or tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
             raise ValueError(
                 f"tgt_in must have shape (B, L) with B = {src.shape[0]} (the batch size of src) "
@@ -421,7 +460,10 @@ def greedy_decode(
         TypeError, ValueError: if ``max_len`` is not an int >= 1, or the source is bad
             (see :func:`check_source`).
     """
+    check_instance("model", model, Seq2Seq, "an attnlib Seq2Seq")
     check_int("max_len", max_len, minimum=1)
+    for name, token in (("bos_id", bos_id), ("eos_id", eos_id)):
+        check_int(name, token, minimum=0, maximum=model.config.tgt_vocab_size - 1)
     was_training = model.training
     model.eval()
     try:
@@ -453,3 +495,69 @@ def _greedy_loop(
             break
     # (B, L), (B, L, S)
     return torch.stack(tokens, dim=1), torch.stack(weights, dim=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks of the modules above
+# ---------------------------------------------------------------------------------------------
+
+
+def _device(module: nn.Module) -> torch.device:
+    return next(module.parameters()).device
+
+
+def _check_sizes(vocab_size: int, pad_id: int, **sizes: int) -> None:
+    """A vocabulary of at least 2 ids with ``pad_id`` among them, and sizes >= 1."""
+    check_int("vocab_size", vocab_size, minimum=2)
+    check_int("pad_id", pad_id, minimum=0, maximum=vocab_size - 1)
+    for name, size in sizes.items():
+        check_int(name, size, minimum=1)
+
+
+def _check_encoder_input(encoder: Encoder, src: Tensor, src_lengths: Tensor) -> None:
+    """A padded batch of source ids for :class:`Encoder` (see :func:`check_source`)."""
+    check_source(src, src_lengths, encoder.embedding.num_embeddings, device=_device(encoder))
+
+
+def _check_state_memory(decoder: AttentionDecoder, state: Tensor, memory: Memory) -> None:
+    """A decoder state (B, d_h) like the parameters, and a :class:`Memory` of B sentences
+    with states (B, S, key_size), made for this decoder (keys with attention, a fixed context
+    without)."""
+    rnn = decoder.rnn
+    state = check_input("state", state, rnn.weight_hh, 2, "(B, d_h)")
+    if state.shape[1] != rnn.hidden_size:
+        raise ValueError(f"state must have shape (B, d_h) with d_h = {rnn.hidden_size}, got "
+                         f"{shape_str(state.shape)}")
+    check_instance("memory", memory, Memory, "a Memory (from Seq2Seq.encode)")
+    B, key_size = state.shape[0], decoder.out_proj.in_features - rnn.hidden_size
+    states = check_input("memory.states", memory.states, rnn.weight_hh, 3, "(B, S, key_size)")
+    if states.shape[0] != B or states.shape[2] != key_size:
+        raise ValueError(f"memory.states must have shape (B, S, key_size) = ({B}, S, "
+                         f"{key_size}) for state of shape {shape_str(state.shape)}, got "
+                         f"{shape_str(states.shape)}")
+    mask = check_tensor("memory.mask", memory.mask)
+    if mask.dtype != torch.bool or mask.shape != states.shape[:2]:
+        raise ValueError(f"memory.mask must be a bool (B, S) = {shape_str(states.shape[:2])} "
+                         f"tensor, got {mask.dtype} of shape {shape_str(mask.shape)}")
+    if decoder.score is not None:
+        keys = memory.keys
+        attention = decoder.score.k_proj.out_features
+        if keys is None or tuple(keys.shape) != (*states.shape[:2], attention):
+            raise ValueError(f"memory.keys must be the projected keys (B, S, d_a) = "
+                             f"({B}, {states.shape[1]}, {attention}) of this decoder's score, "
+                             f"got {None if keys is None else shape_str(keys.shape)}")
+    elif memory.context is None or memory.weights is None:
+        raise ValueError("memory has no fixed context: a decoder without attention reads "
+                         "memory.context and memory.weights (Seq2Seq.encode makes them)")
+
+
+def _check_words(name: str, ids: Tensor, decoder: AttentionDecoder, state: Tensor, ndim: int,
+                 expected: str) -> None:
+    """Target ids of the decoder's vocabulary, one row per sentence of ``state``."""
+    check_tensor("state", state)
+    vocab = decoder.embedding.num_embeddings
+    t = check_token_ids(name, ids, vocab, ndim, expected, _device(decoder))
+    if t.shape[0] != state.shape[0] or (ndim == 2 and t.shape[1] == 0):
+        raise ValueError(f"{name} must have shape {expected} with B = {state.shape[0]} (the "
+                         f"rows of state){' and L >= 1' if ndim == 2 else ''}, got "
+                         f"{shape_str(t.shape)}")

@@ -25,8 +25,9 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from attnlib._checks import check_int, check_positive
+from attnlib._checks import check_int, check_ints, check_positive, check_sentences
 from attnlib.data import TokenPair
+from attnlib.train._arguments import check_pairs
 from attnlib.train.metrics import LengthBLEU, _as_text, _reference_streams, length_groups
 
 __all__ = [
@@ -70,7 +71,11 @@ def closest_width(
             return an ``nn.Module``.
     """
     check_int("target", target, minimum=1)
-    candidates = sorted(set(widths))
+    if not callable(build):
+        raise TypeError(f"build must be callable as build(width), got {type(build).__name__}")
+    if isinstance(widths, str) or not isinstance(widths, Iterable):
+        raise TypeError(f"widths must be an iterable of ints, got {type(widths).__name__}")
+    candidates = sorted(set(check_ints("widths", list(widths), minimum=1)))
     if not candidates:
         raise ValueError("widths is empty: closest_width needs at least one candidate width")
     best: tuple[int, int] | None = None
@@ -89,6 +94,7 @@ def training_tokens(pairs: Sequence[TokenPair]) -> int:
     Raises:
         ValueError: if ``pairs`` is empty.
     """
+    check_pairs("pairs", pairs)
     if len(pairs) == 0:
         raise ValueError("pairs is empty: training_tokens needs at least one pair")
     return sum(len(p.tgt) + 1 for p in pairs)
@@ -127,6 +133,11 @@ class ReferenceBLEU:
     def __init__(self, reference_sets: Sequence[Sequence[str | Sequence[str]]]) -> None:
         from sacrebleu.metrics.bleu import BLEU
 
+        if isinstance(reference_sets, str) or not isinstance(reference_sets, Sequence):
+            raise TypeError(f"reference_sets must be a sequence of reference sets, got "
+                            f"{type(reference_sets).__name__}")
+        for i, refs in enumerate(reference_sets):
+            check_sentences(f"reference_sets[{i}]", refs)
         if len(reference_sets) == 0:
             raise ValueError("reference_sets is empty: ReferenceBLEU needs at least one sentence")
         self._metric: Any = cast(Any, BLEU(references=_reference_streams(reference_sets)))
@@ -136,6 +147,7 @@ class ReferenceBLEU:
         return len(self._info)
 
     def _statistics(self, hypotheses: Sequence[str | Sequence[str]]) -> list[list[int]]:
+        check_sentences("hypotheses", hypotheses)
         if len(hypotheses) != len(self._info):
             raise ValueError(f"hypotheses must have one sentence per reference set "
                              f"({len(self._info)}), got {len(hypotheses)}")

@@ -22,7 +22,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnlib._checks import check_int, check_tensor, shape_str
+from attnlib._checks import (
+    check_flag,
+    check_int,
+    check_real,
+    check_tensor,
+    check_token_ids,
+    shape_str,
+)
 from attnlib.models.transformer.model import Transformer
 from attnlib.models.transformer.stacks import Encoded
 
@@ -80,14 +87,24 @@ class _Stepper:
         self.prefix = torch.cat((self.prefix, tokens[:, None]), dim=1)  # (B, t + 1)
 
 
-def _check_decode_args(model: object, max_len: int) -> Transformer:
+def _check_decode_args(model: object, max_len: int, bos_id: int | None = None,
+                       eos_id: int | None = None, use_cache: bool = True,
+                       ) -> tuple[Transformer, int, int]:
+    """The model, max_len, the ids (None: the config's) and the flag of a search; returns the
+    model and the <bos> and <eos> ids to use."""
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be an attnlib Transformer, got {type(model).__name__}")
     check_int("max_len", max_len, minimum=1)
-    if max_len > model.config.max_len:
+    c = model.config
+    if max_len > c.max_len:
         raise ValueError(f"max_len = {max_len} exceeds the model's max_len = "
-                         f"{model.config.max_len} (the longest decoder input it accepts)")
-    return model
+                         f"{c.max_len} (the longest decoder input it accepts)")
+    check_flag("use_cache", use_cache)
+    ids = []
+    for name, given, default in (("bos_id", bos_id, c.bos_id), ("eos_id", eos_id, c.eos_id)):
+        ids.append(default if given is None else check_int(
+            name, given, minimum=0, maximum=c.tgt_vocab_size - 1))
+    return model, ids[0], ids[1]
 
 
 @torch.no_grad()
@@ -130,10 +147,8 @@ def greedy_decode(
         TypeError, ValueError: if ``max_len`` is not an int in [1, ``model.config.max_len``], or
             the source is bad (see :class:`~attnlib.models.transformer.model.Transformer`).
     """
-    model = _check_decode_args(model, max_len)
+    model, bos, eos = _check_decode_args(model, max_len, bos_id, eos_id, use_cache)
     c = model.config
-    bos = c.bos_id if bos_id is None else bos_id
-    eos = c.eos_id if eos_id is None else eos_id
     was_training = model.training
     model.eval()
     try:
@@ -175,9 +190,10 @@ def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
         ValueError: if ``alpha`` or a length is negative.
         TypeError: if ``length`` is not a tensor.
     """
-    if not alpha >= 0.0:
-        raise ValueError(f"length_penalty alpha must be >= 0, got {alpha}")
+    check_real("alpha", alpha, minimum=0.0)
     length = check_tensor("length", length)
+    if length.is_floating_point() or length.is_complex() or length.dtype == torch.bool:
+        raise TypeError(f"length must hold integer lengths, got dtype {length.dtype}")
     if bool((length < 0).any()):
         raise ValueError(f"length must be >= 0 (a number of tokens), got {length.min().item()}")
     return ((5.0 + length.double()) / 6.0) ** alpha
@@ -227,13 +243,10 @@ def beam_search(
         The errors of :func:`greedy_decode`; ValueError if ``beam_size`` < 1 or
         ``length_penalty`` < 0.
     """
-    model = _check_decode_args(model, max_len)
+    model, bos, eos = _check_decode_args(model, max_len, bos_id, eos_id, use_cache)
     K = check_int("beam_size", beam_size, minimum=1)
-    alpha = length_penalty
-    gnmt_length_penalty(torch.zeros(()), alpha)  # validates alpha
+    alpha = check_real("length_penalty", length_penalty, minimum=0.0)
     c = model.config
-    bos = c.bos_id if bos_id is None else bos_id
-    eos = c.eos_id if eos_id is None else eos_id
     was_training = model.training
     model.eval()
     try:
@@ -333,13 +346,13 @@ def sequence_log_prob(
             L + 1 exceeds the model's ``max_len``; the errors of the model for a bad source.
     """
     check_tensor("tokens", tokens)
+    check_tensor("src", src)
     if tokens.dim() != 2 or tokens.shape[0] != src.shape[0] or tokens.shape[1] == 0:
         raise ValueError(f"tokens must have shape (B, L) = ({src.shape[0]}, L >= 1) like src, "
                          f"got {shape_str(tokens.shape)}")
-    model = _check_decode_args(model, tokens.shape[1])
+    model, bos, eos = _check_decode_args(model, tokens.shape[1], bos_id, eos_id)
     c = model.config
-    bos = c.bos_id if bos_id is None else bos_id
-    eos = c.eos_id if eos_id is None else eos_id
+    check_token_ids("tokens", tokens, c.tgt_vocab_size, device=model.src_embed.weight.device)
     B = tokens.shape[0]
     is_eos = tokens == eos  # (B, L)
     after_eos = (is_eos.long().cumsum(dim=1) - is_eos.long()) > 0  # (B, L) strictly after one

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from attnlib._checks import check_int, check_ints, check_sentences
+
 __all__ = [
     "LengthAccuracy",
     "LengthBLEU",
@@ -28,11 +30,23 @@ def _as_text(sentence: str | Sequence[str]) -> str:
     return sentence if isinstance(sentence, str) else " ".join(sentence)
 
 
-def _check_parallel(hypotheses: Sequence[object], references: Sequence[object]) -> None:
+def _check_parallel(hypotheses: Sequence[object], references: Sequence[object],
+                    name: str = "references") -> None:
+    """Hypotheses and one reference (``references``) or a set of references
+    (``reference_sets``) per hypothesis, sentences as str or token sequences."""
+    check_sentences("hypotheses", hypotheses)
+    if name == "references":
+        check_sentences(name, references)
+    else:
+        if isinstance(references, str) or not isinstance(references, Sequence):
+            raise TypeError(f"{name} must be a sequence of reference sets, got "
+                            f"{type(references).__name__}")
+        for i, refs in enumerate(references):
+            check_sentences(f"{name}[{i}]", refs)
     if len(hypotheses) != len(references):
         raise ValueError(
-            f"hypotheses and references must have the same length, got {len(hypotheses)} "
-            f"hypotheses and {len(references)} references"
+            f"hypotheses and {name} must have the same length, got {len(hypotheses)} "
+            f"hypotheses and {len(references)} {name}"
         )
     if len(hypotheses) == 0:
         raise ValueError("hypotheses and references are empty: a score needs at least one pair")
@@ -84,7 +98,7 @@ def multi_reference_bleu(
     """
     import sacrebleu
 
-    _check_parallel(hypotheses, reference_sets)
+    _check_parallel(hypotheses, reference_sets, "reference_sets")
     streams = _reference_streams(reference_sets)
     result = sacrebleu.corpus_bleu([_as_text(h) for h in hypotheses], streams)
     return float(result.score)
@@ -117,7 +131,7 @@ def exact_match_any(
     Raises:
         ValueError: if the lists differ in length or are empty.
     """
-    _check_parallel(hypotheses, reference_sets)
+    _check_parallel(hypotheses, reference_sets, "reference_sets")
     hits = sum(any(_as_text(h).split() == _as_text(r).split() for r in refs)
                for h, refs in zip(hypotheses, reference_sets, strict=True))
     return hits / len(hypotheses)
@@ -148,13 +162,15 @@ def length_groups(lengths: Sequence[int], bins: Sequence[int] | None,
         ValueError: if ``lengths`` does not have ``n_items`` entries, or ``bins`` is empty or
             not strictly increasing.
     """
+    check_int("n_items", n_items, minimum=0)
+    check_ints("lengths", lengths, minimum=0)
     if len(lengths) != n_items:
         raise ValueError(f"lengths must have one entry per hypothesis ({n_items}), got "
                          f"{len(lengths)}")
     if bins is None:
         edges = sorted(set(lengths))
     else:
-        edges = list(bins)
+        edges = check_ints("bins", bins, minimum=0)
         if not edges or any(b >= a for a, b in zip(edges[1:], edges, strict=False)):
             raise ValueError(f"bins must be a non-empty, strictly increasing list, got {edges}")
     groups: dict[int, list[int]] = {}
@@ -190,7 +206,7 @@ def bleu_by_length(
         ValueError: if the lists differ in length or are empty, or ``bins`` is empty or not
             strictly increasing.
     """
-    _check_parallel(hypotheses, reference_sets)
+    _check_parallel(hypotheses, reference_sets, "reference_sets")
     return [LengthBLEU(min(lengths[i] for i in members), max(lengths[i] for i in members),
                        len(members),
                        multi_reference_bleu([hypotheses[i] for i in members],

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_floating, check_int, check_positive, check_tensor
+from attnlib._checks import check_device, check_floating, check_int, check_positive, check_tensor
 from attnlib.data import PAD_ID
 
 __all__ = ["LabelSmoothingLoss", "noam_lr", "noam_schedule"]
@@ -58,6 +58,7 @@ class LabelSmoothingLoss(nn.Module):
             raise ValueError(f"smoothing must be a float in [0, 1), got {smoothing!r}")
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        check_int("ignore_index", ignore_index)
         self.smoothing = float(smoothing)
         self.ignore_index = ignore_index
         self.reduction = reduction
@@ -86,6 +87,10 @@ class LabelSmoothingLoss(nn.Module):
         logits = check_tensor("logits", logits)
         target = check_tensor("target", target)
         check_floating("logits", logits)
+        if logits.ndim >= 1 and logits.shape[-1] == 0:
+            raise ValueError(f"logits must have V >= 1 classes in its last dimension, got shape "
+                             f"{tuple(logits.shape)}")
+        check_device("target", target, logits.device, "logits")
         if logits.ndim < 1 or logits.shape[:-1] != target.shape:
             raise ValueError(
                 f"logits (..., V) and target (...) must agree in (...), got logits of shape "

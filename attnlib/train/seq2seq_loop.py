@@ -16,9 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_int, check_positive
+from attnlib._checks import check_flag, check_int, check_positive
 from attnlib.book.progress import progress
 from attnlib.data import PAD_ID, TokenPair, Vocab, batches
+from attnlib.train._arguments import check_model, check_pairs, check_vocabs
 
 __all__ = ["History", "train_seq2seq"]
 
@@ -102,6 +103,11 @@ def train_seq2seq(
         check_positive("clip", clip)
     if lr_schedule not in ("constant", "cosine"):
         raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {lr_schedule!r}")
+    check_int("seed", seed, minimum=0)
+    check_flag("by_length", by_length)
+    check_model(model, 3, "model(src, src_lengths, tgt_in)")
+    check_pairs("pairs", pairs)
+    check_vocabs(src_vocab, tgt_vocab)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     total_steps = epochs * math.ceil(len(pairs) / batch_size)
     step = 0

@@ -35,11 +35,15 @@ import torch
 from torch import Tensor
 
 from attnlib._checks import (
+    check_device,
     check_floating,
+    check_input,
+    check_instance,
     check_int,
     check_ndim,
     check_positive,
     check_tensor,
+    check_token_ids,
     shape_str,
 )
 from attnlib.models.decoder_lm import DecoderLM, LMCache, generate
@@ -121,21 +125,29 @@ def _check_speculative_args(
     model: DecoderLM, draft: DecoderLM, prompt: Tensor, steps: int, k: int
 ) -> Tensor:
     """The argument checks of :func:`speculative_decode`; returns the prompt."""
-    prompt = check_tensor("prompt", prompt)
-    check_ndim("prompt", prompt, 2, "(1, L0)")
-    if prompt.shape[0] != 1:
-        raise ValueError(f"prompt must be one sequence, shape (1, L0), got "
-                         f"{shape_str(prompt.shape)}")
+    check_instance("model", model, DecoderLM, "a DecoderLM")
+    check_instance("draft", draft, DecoderLM, "a DecoderLM")
+    prompt = check_token_ids("prompt", prompt, model.config.vocab_size, 2, "(1, L0)",
+                             model.embedding.weight.device)
+    if prompt.shape[0] != 1 or prompt.shape[1] == 0:
+        raise ValueError(f"prompt must be one sequence of at least one token, shape (1, L0), "
+                         f"got {shape_str(prompt.shape)}")
     check_int("steps", steps, minimum=0)
     check_int("k", k, minimum=1)
     if draft.config.vocab_size != model.config.vocab_size:
         raise ValueError(f"draft and model must share a vocabulary, got vocab_size "
                          f"{draft.config.vocab_size} and {model.config.vocab_size}")
+    check_device("prompt", prompt, draft.embedding.weight.device, "the draft")
+    longest = min(model.config.max_len, draft.config.max_len)
+    if prompt.shape[1] + steps > longest:
+        raise ValueError(f"steps = {steps} new tokens after a prompt of {prompt.shape[1]} would "
+                         f"pass max_len = {longest} (of the model or the draft)")
     return prompt
 
 
 def accept_or_resample(
-    p: Tensor, q: Tensor, proposal: Tensor, generator: torch.Generator | None = None
+    p: Tensor, q: Tensor, proposal: Tensor,
+    generator: torch.Generator | None = None,
 ) -> tuple[Tensor, Tensor]:
     r"""Speculative sampling's rule, for N independent proposals at once.
 
@@ -157,7 +169,8 @@ def accept_or_resample(
     u = torch.rand(p_x.shape, generator=generator, dtype=p.dtype)  # (N,)
     kept = u * q_x < p_x  # (N,): probability min(1, p(x) / q(x))
     residual = (p - q).clamp_min(0)  # (N, V)
-    mass = residual.sum(-1, keepdim=True)  # (N, 1); 0 only where p = q: always kept
+    # (N, 1); 0 only where p = q, where the proposal is always kept
+    mass = residual.sum(-1, keepdim=True)
     residual = torch.where(mass > 0, residual / mass.clamp_min(1e-300), p)
     redrawn = torch.multinomial(residual, 1, generator=generator)[:, 0]  # (N,)
     return torch.where(kept, proposal, redrawn), kept
@@ -241,18 +254,19 @@ def _draft_samples(draft: DecoderLM, tokens: Tensor, n: int, temperature: float,
 
 def _check_rule_args(p: object, q: object, proposal: object) -> tuple[Tensor, Tensor, Tensor]:
     """The argument checks of :func:`accept_or_resample`."""
-    p, q = check_tensor("p", p), check_tensor("q", q)
-    proposal = check_tensor("proposal", proposal)
-    for name, x in (("p", p), ("q", q)):
-        check_floating(name, x)
-        check_ndim(name, x, 2, "(N, V)")
+    p = check_floating("p", p)
+    check_ndim("p", p, 2, "(N, V)")
+    q = check_input("q", q, p, 2, "(N, V)", other="p")
     if q.shape != p.shape:
         raise ValueError(f"q must have the shape of p, (N, V) = {shape_str(p.shape)}, got "
                          f"{shape_str(q.shape)}")
-    check_ndim("proposal", proposal, 1, "(N,)")
-    if proposal.shape[0] != p.shape[0] or proposal.is_floating_point():
-        raise ValueError(f"proposal must hold N = {p.shape[0]} integer token ids, got shape "
-                         f"{shape_str(proposal.shape)} and dtype {proposal.dtype}")
+    if p.shape[1] == 0:
+        raise ValueError(f"p and q must be distributions over V >= 1 tokens, got shape "
+                         f"{shape_str(p.shape)}")
+    proposal = check_token_ids("proposal", proposal, p.shape[1], 1, "(N,)", p.device)
+    if proposal.shape[0] != p.shape[0]:
+        raise ValueError(f"proposal must hold N = {p.shape[0]} token ids, got shape "
+                         f"{shape_str(proposal.shape)}")
     if bool((q.gather(1, proposal[:, None].long()) <= 0).any()):
         raise ValueError("proposal must be drawn from q: a proposed token has q(x) = 0")
     return p, q, proposal.long()
@@ -271,11 +285,17 @@ def goodness_of_fit(counts: Tensor, probs: Tensor) -> tuple[float, int, float]:
         The statistic, the degrees of freedom and the p-value.
 
     Raises:
-        ValueError: if the shapes differ, a count is negative or ``probs`` does not sum to 1.
+        ValueError: if the shapes differ or are empty, a count is negative, ``probs`` does not
+            sum to 1, or the two are on different devices.
+        TypeError: if ``counts`` is not a tensor of real numbers (integer or floating, bool
+            refused) or ``probs`` not a floating one.
     """
-    counts, probs = check_tensor("counts", counts), check_tensor("probs", probs)
-    if counts.shape != probs.shape or counts.ndim != 1:
-        raise ValueError(f"counts and probs must be 1-D of one shape, got "
+    counts, probs = check_tensor("counts", counts), check_floating("probs", probs)
+    if counts.is_complex() or counts.dtype == torch.bool:
+        raise TypeError(f"counts must hold integer or floating counts, got dtype {counts.dtype}")
+    check_device("counts", counts, probs.device, "probs")
+    if counts.shape != probs.shape or counts.ndim != 1 or counts.numel() == 0:
+        raise ValueError(f"counts and probs must be 1-D of one shape, V >= 1 outcomes, got "
                          f"{shape_str(counts.shape)} and {shape_str(probs.shape)}")
     if bool((counts < 0).any()) or abs(float(probs.sum()) - 1) > 1e-6:
         raise ValueError(f"counts must be >= 0 and probs sum to 1, got the smallest count "

@@ -10,9 +10,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlib._checks import check_int, check_positive
+from attnlib._checks import check_flag, check_int, check_positive, check_probability
 from attnlib.book.progress import progress
 from attnlib.data import PAD_ID, TokenPair, Vocab, batches
+from attnlib.train._arguments import check_model, check_pairs, check_vocabs
 from attnlib.train.recipe import LabelSmoothingLoss, noam_schedule
 from attnlib.train.seq2seq_loop import History
 
@@ -89,12 +90,20 @@ def train_transformer(
     check_int("batch_size", batch_size, minimum=1)
     if clip is not None:
         check_positive("clip", clip)
+    check_int("warmup", warmup, minimum=1)
+    check_positive("lr_factor", lr_factor)
+    check_probability("label_smoothing", label_smoothing)
+    check_int("seed", seed, minimum=0)
+    check_flag("by_length", by_length)
     config = getattr(model, "config", None)
     d_model = getattr(config, "d_model", None)
     if not isinstance(d_model, int):
         raise TypeError(f"model must have config.d_model (a Transformer), got "
                         f"{type(model).__name__}")
     max_len = getattr(config, "max_len", None)
+    check_model(model, 4, "model(src, src_lengths, tgt_in, tgt_lengths)")
+    check_pairs("pairs", pairs)
+    check_vocabs(src_vocab, tgt_vocab)
     criterion = LabelSmoothingLoss(label_smoothing, ignore_index=PAD_ID)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     scheduler = torch.optim.lr_scheduler.LambdaLR(

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from torch import Tensor, nn
 
-from attnlib._checks import check_int
+from attnlib._checks import check_instance, check_int, check_sentences
 from attnlib.data import BOS_ID, EOS, EOS_ID, Vocab, pad_batch
 
 __all__ = ["GreedyDecoder", "Translation", "translate"]
@@ -94,6 +94,11 @@ def translate(
     check_int("batch_size", batch_size, minimum=1)
     if max_len is not None:
         check_int("max_len", max_len, minimum=1)
+    check_sentences("sentences", sentences)
+    check_instance("src_vocab", src_vocab, Vocab, "a Vocab")
+    check_instance("tgt_vocab", tgt_vocab, Vocab, "a Vocab")
+    if not callable(decode):
+        raise TypeError(f"decode must be a decoding function, got {type(decode).__name__}")
     if len(sentences) == 0:
         raise ValueError("sentences is empty: translate needs at least one sentence")
     sources = [_tokens_of(s, i) for i, s in enumerate(sentences)]

@@ -16,7 +16,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnlib._checks import check_choice, check_int, check_probability, check_tensor, shape_str
+from attnlib._checks import (
+    check_choice,
+    check_device,
+    check_flag,
+    check_int,
+    check_probability,
+    check_tensor,
+    shape_str,
+)
 from attnlib.blocks.multihead import parameter_count as attention_parameter_count
 
 __all__ = ["ACTIVATIONS", "CHAPTER7_SIZES", "TransformerConfig"]
@@ -94,8 +102,10 @@ class TransformerConfig:
     eos_id: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads",
-                     "num_encoder_layers", "num_decoder_layers", "d_ff", "max_len"):
+        for name in ("src_vocab_size", "tgt_vocab_size"):
+            check_int(name, getattr(self, name), minimum=2)
+        for name in ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers", "d_ff",
+                     "max_len"):
             check_int(name, getattr(self, name), minimum=1)
         if self.d_model % self.num_heads != 0:
             raise ValueError(
@@ -112,8 +122,7 @@ class TransformerConfig:
         _check_eps(self.layer_norm_eps)
         check_choice("activation", self.activation, tuple(ACTIVATIONS))
         for name in ("norm_first", "tie_embeddings", "share_all_embeddings"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
+            check_flag(name, getattr(self, name))
         if self.share_all_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 f"share_all_embeddings needs one shared vocabulary, got src_vocab_size = "
@@ -170,12 +179,22 @@ class TransformerConfig:
 
 
 def _check_ids(
-    name: str, ids: Tensor, lengths: Tensor | None, vocab_size: int, vocab: str, max_len: int
+    name: str, ids: Tensor, lengths: Tensor | None, vocab_size: int, vocab: str, max_len: int,
+    device: torch.device | None = None, lengths_name: str | None = None,
+    need_lengths: bool = False,
 ) -> None:
-    """Check a padded (B, S) batch of token ids and, if given, its (B,) lengths."""
+    """Check a padded (B, S) batch of token ids and, if given, its (B,) lengths (named
+    ``lengths_name``, required with ``need_lengths``), both on a model's ``device``."""
     check_tensor(name, ids)
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+    lname = f"{name}_lengths" if lengths_name is None else lengths_name
+    if lengths is not None or need_lengths:
+        check_tensor(lname, lengths)
+    if device is not None:
+        check_device(name, ids, device, "the model")
+        if lengths is not None:
+            check_device(lname, lengths, device, "the model")
     if ids.ndim != 2:
         raise ValueError(f"{name} must have 2 dimensions (B, length), got shape "
                          f"{shape_str(ids.shape)}")
@@ -192,8 +211,6 @@ def _check_ids(
                          f"vocabulary [0, {vocab_size}) ({vocab}_vocab_size = {vocab_size})")
     if lengths is None:
         return
-    lname = f"{name}_lengths"
-    check_tensor(lname, lengths)
     if lengths.shape != (B,):
         raise ValueError(f"{lname} must have shape (B,) = ({B},) for {name} of shape "
                          f"{shape_str(ids.shape)}, got shape {shape_str(lengths.shape)}")

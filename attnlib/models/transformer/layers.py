@@ -15,7 +15,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlib._checks import check_choice, check_int, check_probability, shape_str
+from attnlib._checks import (
+    check_choice,
+    check_flag,
+    check_input,
+    check_instance,
+    check_int,
+    check_mask,
+    check_probability,
+    shape_str,
+)
 from attnlib._checks import check_sequence as _check_input
 from attnlib.blocks.multihead import MultiHeadAttention, copy_from_torch
 from attnlib.models.kv_cache import LayerCache, _attend_cached, _project_key_value
@@ -67,15 +76,17 @@ class FeedForward(nn.Module):
         return f"activation={self.activation!r}, dropout={self.dropout}"
 
     def forward(self, x: Tensor) -> Tensor:
-        _check_input("x", x, self.linear1.in_features)
+        _check_input("x", x, self.linear1.in_features, self.linear1.weight)
         hidden = ACTIVATIONS[self.activation](self.linear1(x))  # (B, L, d_ff)
         hidden = F.dropout(hidden, p=self.dropout, training=self.training)
         out: Tensor = self.linear2(hidden)  # (B, L, D)
         return out
 
 
-def _check_layer_args(d_model: int, num_heads: int, d_ff: int, layer_norm_eps: float) -> None:
+def _check_layer_args(d_model: int, num_heads: int, d_ff: int, layer_norm_eps: float,
+                      norm_first: bool) -> None:
     check_int("d_model", d_model, minimum=1)
+    check_flag("norm_first", norm_first)
     check_int("num_heads", num_heads, minimum=1)
     if d_model % num_heads:
         raise ValueError(f"num_heads must divide d_model (each head gets d_model / num_heads "
@@ -140,7 +151,7 @@ class EncoderLayer(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        _check_layer_args(d_model, num_heads, d_ff, layer_norm_eps)
+        _check_layer_args(d_model, num_heads, d_ff, layer_norm_eps, norm_first)
         self.d_model = d_model
         self.norm_first = norm_first
         self.dropout = check_probability("dropout", dropout)
@@ -176,7 +187,7 @@ class EncoderLayer(nn.Module):
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """Encode ``x``; returns ``(output, weights)``, see the class docstring."""
-        _check_input("x", x, self.d_model)
+        _check_input("x", x, self.d_model, self.norm1.weight)
         p, training = self.dropout, self.training
 
         def attend(h: Tensor) -> tuple[Tensor, Tensor | None]:
@@ -248,7 +259,7 @@ class DecoderLayer(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        _check_layer_args(d_model, num_heads, d_ff, layer_norm_eps)
+        _check_layer_args(d_model, num_heads, d_ff, layer_norm_eps, norm_first)
         self.d_model = d_model
         self.norm_first = norm_first
         self.dropout = check_probability("dropout", dropout)
@@ -288,7 +299,7 @@ class DecoderLayer(nn.Module):
         Shape:
             - memory: (B, S, D)
         """
-        _check_input("memory", memory, self.d_model)
+        _check_input("memory", memory, self.d_model, self.norm1.weight)
         memory_key, memory_value = _project_key_value(self.multihead_attn, memory)
         B, H, _, E = memory_key.shape
         empty = memory_key.new_zeros(B, H, 0, E)  # (B, H, 0, E)
@@ -305,17 +316,54 @@ class DecoderLayer(nn.Module):
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """Decode ``x`` against ``memory``; returns ``(output, self weights, cross weights)``."""
-        _check_input("x", x, self.d_model)
-        if cache is None and memory is None:
-            raise ValueError("memory is None: give the encoder output, or a cache")
-        if cache is not None and x.shape[1] != 1:
-            raise ValueError(
-                f"a cached step takes one token, x of shape (B, 1, D), got {shape_str(x.shape)}"
-            )
+        self._check_forward_args(x, memory, memory_key_padding_mask, cache)
         if cache is None:
             assert memory is not None
             return self._layer(x, memory, attn_mask, memory_key_padding_mask, need_weights)
         return self._cached_step(x, cache, attn_mask, memory_key_padding_mask, need_weights)
+
+    def _check_forward_args(self, x: Tensor, memory: Tensor | None,
+                            memory_key_padding_mask: Tensor | None,
+                            cache: LayerCache | None) -> None:
+        """Once per call: ``x``, ``memory`` or ``cache``, and the memory's padding mask, which
+        the full and the cached step both read as bool (True = real token)."""
+        x = _check_input("x", x, self.d_model, self.norm1.weight)
+        B = x.shape[0]
+        if cache is None and memory is None:
+            raise ValueError("memory is None: give the encoder output, or a cache")
+        if cache is not None:
+            if x.shape[1] != 1:
+                raise ValueError(f"a cached step takes one token, x of shape (B, 1, D), got "
+                                 f"{shape_str(x.shape)}")
+            self._check_cache(cache, "cache", B)
+            S = cache.memory_key.shape[2]
+        else:
+            memory = _check_input("memory", memory, self.d_model, self.norm1.weight)
+            if memory.shape[0] != B:
+                raise ValueError(f"memory must have shape (B, S, D) with x's B = {B}, got "
+                                 f"{shape_str(memory.shape)}")
+            S = memory.shape[1]
+        if memory_key_padding_mask is not None:
+            mask = check_mask("memory_key_padding_mask", memory_key_padding_mask, (B, S),
+                              expected="(B, S)", device=x.device, bool_only=True)
+            if mask.shape != (B, S):
+                raise ValueError(f"memory_key_padding_mask must have shape (B, S) = ({B}, {S}), "
+                                 f"got {shape_str(mask.shape)}")
+
+    def _check_cache(self, cache: object, name: str, B: int | None = None) -> None:
+        """A :class:`LayerCache` made by this layer's :meth:`init_cache`, for B sentences."""
+        check_instance(name, cache, LayerCache, "a LayerCache (from init_cache)")
+        assert isinstance(cache, LayerCache)
+        heads = self.multihead_attn.num_heads
+        like = self.norm1.weight
+        for part in ("self_key", "self_value", "memory_key", "memory_value"):
+            t = check_input(f"{name}.{part}", getattr(cache, part), like, 4, "(B, H, t, E)")
+            want = (cache.memory_key.shape[0] if B is None else B, heads, self.d_model // heads)
+            if (t.shape[0], t.shape[1], t.shape[3]) != want:
+                raise ValueError(f"{name}.{part} must have shape (B, H, t, E) = ({want[0]}, "
+                                 f"{want[1]}, t, {want[2]}) for this layer and x's batch B = "
+                                 f"{want[0]}, got {shape_str(t.shape)}: use init_cache of this "
+                                 f"layer on the memory of x's sentences")
 
     def _layer(
         self, x: Tensor, memory: Tensor, attn_mask: Tensor | None,

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
+from attnlib._checks import check_device, check_int, check_ndim, check_tensor, shape_str
 from attnlib.blocks.masking import causal_mask, lengths_to_mask
 
 __all__ = ["Masks", "make_masks"]
@@ -110,6 +112,7 @@ def make_masks(
         ValueError: if ``tgt_lengths`` is given without ``L``, or a length is outside [0, S]
             (or [0, L]); the errors of :func:`attnlib.blocks.masking.lengths_to_mask`.
     """
+    _check_lengths(src_lengths, S, tgt_lengths, L)
     src_key_padding = lengths_to_mask(src_lengths, S)  # (B, S)
     if L is None:
         if tgt_lengths is not None:
@@ -122,3 +125,29 @@ def make_masks(
     )
     causal = causal_mask(L, device=src_lengths.device)  # (L, L)
     return Masks(src_key_padding, tgt_key_padding, causal)
+
+
+def _check_lengths(src_lengths: Tensor, S: int, tgt_lengths: Tensor | None,
+                   L: int | None) -> None:
+    """The arguments of :func:`make_masks`, named as the caller knows them."""
+    check_tensor("src_lengths", src_lengths)
+    check_int("S", S, minimum=0)
+    for lengths_name, lengths, size_name, size in (("src_lengths", src_lengths, "S", S),
+                                                   ("tgt_lengths", tgt_lengths, "L", L)):
+        if size is not None:
+            check_int(size_name, size, minimum=0)
+        if lengths is None:
+            continue
+        lengths = check_tensor(lengths_name, lengths)
+        if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
+            raise TypeError(f"{lengths_name} must have an integer dtype, got {lengths.dtype}")
+        check_ndim(lengths_name, lengths, 1, "(B,)")
+        check_device(lengths_name, lengths, src_lengths.device, "src_lengths")
+        if size is not None and lengths.device.type != "meta" and bool(
+                ((lengths < 0) | (lengths > size)).any()):
+            raise ValueError(f"{lengths_name} must hold lengths in [0, {size_name}] = [0, {size}], "
+                             f"got {lengths.tolist()}")
+    if tgt_lengths is not None and tgt_lengths.shape != src_lengths.shape:
+        raise ValueError(f"tgt_lengths must have one length per sentence, the shape (B,) = "
+                         f"{shape_str(src_lengths.shape)} of src_lengths, got "
+                         f"{shape_str(tgt_lengths.shape)}")

@@ -8,7 +8,14 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from attnlib._checks import check_tensor, shape_str
+from attnlib._checks import (
+    check_flag,
+    check_input,
+    check_instance,
+    check_int,
+    check_tensor,
+    shape_str,
+)
 from attnlib.blocks.positional import SinusoidalPositionalEncoding
 from attnlib.models.kv_cache import DecoderCache
 from attnlib.models.transformer.config import TransformerConfig, _check_ids
@@ -115,9 +122,7 @@ class Transformer(nn.Module):
         Raises:
             TypeError, ValueError: for a bad ``src`` or ``src_lengths``, see the class.
         """
-        c = self.config
-        _check_ids("src", src, src_lengths, c.src_vocab_size, "source",
-                   c.max_len)
+        self._check_ids("src", src, src_lengths)
         masks = make_masks(src_lengths, src.shape[1])
         x = self._embed(self.src_embed, src)  # (B, S, D)
         memory, _ = self.encoder(x, masks.src_key_padding)
@@ -141,14 +146,8 @@ class Transformer(nn.Module):
         Raises:
             TypeError, ValueError: for a bad ``tgt_in`` or ``tgt_lengths``, see the class.
         """
-        c = self.config
-        _check_ids("tgt_in", tgt_in, tgt_lengths, c.tgt_vocab_size, "target",
-                   c.max_len)
-        memory, src_lengths = encoded
-        if tgt_in.shape[0] != memory.shape[0]:
-            raise ValueError(f"tgt_in of shape {shape_str(tgt_in.shape)} and the "
-                             f"memory of shape {shape_str(memory.shape)} have "
-                             f"different batch sizes B")
+        self._check_ids("tgt_in", tgt_in, tgt_lengths)
+        memory, src_lengths = self._check_encoded(encoded, tgt_in)
         masks = make_masks(src_lengths, memory.shape[1], tgt_lengths,
                            tgt_in.shape[1])
         x, self_weights, cross_weights = self.decoder(
@@ -184,8 +183,7 @@ class Transformer(nn.Module):
         Shape:
             see :class:`~attnlib.models.transformer.stacks.AttentionWeights`.
         """
-        c = self.config
-        _check_ids("src", src, src_lengths, c.src_vocab_size, "source", c.max_len)
+        self._check_ids("src", src, src_lengths)
         masks = make_masks(src_lengths, src.shape[1])
         memory, encoder_weights = self.encoder(
             self._embed(self.src_embed, src), masks.src_key_padding, need_weights=True
@@ -202,7 +200,7 @@ class Transformer(nn.Module):
         Every decoder layer projects the encoder output to its keys and values once, here;
         :meth:`decode_step` then reuses them at every step.
         """
-        memory, src_lengths = encoded
+        memory, src_lengths = self._check_encoded(encoded)
         layers = [cast(DecoderLayer, layer).init_cache(memory) for layer in self.decoder.layers]
         return DecoderCache(layers, make_masks(src_lengths, memory.shape[1]).src_key_padding)
 
@@ -221,17 +219,15 @@ class Transformer(nn.Module):
             ValueError: if ``tokens`` is not (B,) with the cache's B, holds an id outside the
                 target vocabulary, or the step would go past ``max_len``.
         """
-        c = self.config
+        self._check_cache(cache)
         B = cache.memory_key_padding_mask.shape[0]
         check_tensor("tokens", tokens)
         if tokens.shape != (B,):
-            raise ValueError(f"tokens must have shape (B,) = ({B},), got "
+            raise ValueError(f"tokens must have shape (B,) = ({B},), the cache's batch, got "
                              f"{shape_str(tokens.shape)}")
-        if cache.length >= c.max_len:
-            raise ValueError(f"the cache holds {cache.length} tokens: another step would go past "
-                             f"max_len = {c.max_len}")
         ids = tokens[:, None]  # (B, 1)
-        _check_ids("tokens", ids, None, c.tgt_vocab_size, "target", c.max_len)
+        self._check_ids("tokens", ids, None)
+        check_flag("need_weights", need_weights)
         x = self._embed(self.tgt_embed, ids, offset=cache.length)  # (B, 1, D)
         x, _, cross_weights = self.decoder(
             x, None, memory_key_padding_mask=cache.memory_key_padding_mask, cache=cache,
@@ -241,3 +237,50 @@ class Transformer(nn.Module):
         logits = self.output_projection(x[:, 0])  # (B, V)
         return StepOutput(logits, None if cross_weights is None else cross_weights[:, :, :, 0])
 
+    # -----------------------------------------------------------------------------------------
+    # Argument checks: token ids, the encoder's output and the cache, once at the entry
+    # -----------------------------------------------------------------------------------------
+
+    def _check_ids(self, name: str, ids: Tensor, lengths: Tensor | None) -> None:
+        """Source ids (``src``, with ``src_lengths``) or target ids (``tgt_in`` with
+        ``tgt_lengths``, or ``tokens``) of this model's vocabularies, on its device."""
+        c = self.config
+        source = name == "src"
+        _check_ids(name, ids, lengths, c.src_vocab_size if source else c.tgt_vocab_size,
+                   "source" if source else "target", c.max_len, self.src_embed.weight.device,
+                   "src_lengths" if source else "tgt_lengths", need_lengths=source)
+
+    def _check_encoded(self, encoded: object, tgt_in: Tensor | None = None
+                       ) -> tuple[Tensor, Tensor]:
+        """``encoded`` as :meth:`encode` returns it, for ``tgt_in``'s batch if given."""
+        if not isinstance(encoded, tuple) or len(encoded) != 2:
+            raise TypeError(f"encoded must be what Transformer.encode returns (memory, "
+                            f"src_lengths), got {type(encoded).__name__}")
+        memory, src_lengths = encoded
+        memory = check_input("encoded.memory", memory, self.src_embed.weight, 3, "(B, S, D)")
+        B = memory.shape[0] if tgt_in is None else tgt_in.shape[0]
+        if memory.shape[0] != B or memory.shape[2] != self.config.d_model:
+            raise ValueError(f"encoded.memory must have shape (B, S, D) = ({B}, S, "
+                             f"{self.config.d_model}) for tgt_in of shape "
+                             f"{shape_str(tgt_in.shape) if tgt_in is not None else '?'}, got "
+                             f"{shape_str(memory.shape)}")
+        S = memory.shape[1]
+        _check_ids("encoded.memory", torch.zeros(B, S, dtype=torch.long, device=memory.device),
+                   src_lengths, 1, "source", max(S, 1), memory.device, "encoded.src_lengths",
+                   need_lengths=True)
+        return memory, src_lengths
+
+    def _check_cache(self, cache: object) -> None:
+        """A :class:`DecoderCache` from :meth:`init_cache` of a model like this one, not full."""
+        check_instance("cache", cache, DecoderCache, "a DecoderCache (from init_cache)")
+        assert isinstance(cache, DecoderCache)
+        layers = self.decoder.layers
+        if len(cache.layers) != len(layers):
+            raise ValueError(f"cache has {len(cache.layers)} layers, this model's decoder has "
+                             f"{len(layers)}: use this model's init_cache")
+        check_int("cache.length", cache.length, minimum=0)
+        if cache.length >= self.config.max_len:
+            raise ValueError(f"the cache holds {cache.length} tokens: another step would go past "
+                             f"max_len = {self.config.max_len}")
+        for n, (layer, layer_cache) in enumerate(zip(layers, cache.layers, strict=True)):
+            cast(DecoderLayer, layer)._check_cache(layer_cache, f"cache.layers[{n}]")

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
+from attnlib._checks import check_instance
 from attnlib.models.kv_cache import DecoderCache
 from attnlib.models.transformer.config import TransformerConfig
 from attnlib.models.transformer.layers import DecoderLayer, EncoderLayer
@@ -46,6 +47,7 @@ class Encoder(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_instance("config", config, TransformerConfig, "a TransformerConfig")
         c = config
         self.layers = nn.ModuleList(
             EncoderLayer(c.d_model, c.num_heads, c.d_ff, c.dropout, c.activation, c.norm_first,
@@ -91,6 +93,7 @@ class Decoder(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_instance("config", config, TransformerConfig, "a TransformerConfig")
         c = config
         self.layers = nn.ModuleList(
             DecoderLayer(c.d_model, c.num_heads, c.d_ff, c.dropout, c.activation, c.norm_first,
@@ -112,6 +115,11 @@ class Decoder(nn.Module):
         cache: DecoderCache | None = None,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        if cache is not None:
+            check_instance("cache", cache, DecoderCache, "a DecoderCache (from init_cache)")
+            if len(cache.layers) != len(self.layers):
+                raise ValueError(f"cache has {len(cache.layers)} layers, this decoder has "
+                                 f"{len(self.layers)}")
         self_weights: list[Tensor | None] = []
         cross_weights: list[Tensor | None] = []
         for n, layer in enumerate(self.layers):
