@@ -94,8 +94,8 @@ def linear_attention(
     and the padded queries' rows are dropped. Memory: :math:`O(n C + (n / C) E E_v)`.
 
     The normaliser is numerically safe: the features are scaled so that no row underflows
-    (:func:`_features`, the weights unchanged) and a normaliser below the dtype's smallest
-    normal number is raised to it (:func:`_safe`, the ε), so finite input gives a finite
+    (``_features``, the weights unchanged) and a normaliser below the dtype's smallest
+    normal number is raised to it (``_safe``, the ε), so finite input gives a finite
     output. float16 and bfloat16 are computed in float32 (their sums overflow at |x| ~ 250).
 
     Shape:

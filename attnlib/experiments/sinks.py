@@ -143,8 +143,9 @@ def first_token_mass(model: MixerLM, tokens: Tensor, where: Tensor) -> Tensor:
         - tokens: (B, L); where: (B, L) bool; output: (N, H)
 
     Raises:
-        TypeError: if ``model`` is not a MixerLM of :class:`CausalSelfAttention` layers,
-            ``tokens`` not integer or ``where`` not bool.
+        TypeError: if ``model`` is not a MixerLM of
+            :class:`~attnlib.blocks.gated_attention.CausalSelfAttention` layers, ``tokens``
+            not integer or ``where`` not bool.
         ValueError: if ``tokens`` is not (B, L) with ids in [0, V) on the model's device, or
             ``where`` not of its shape or selecting no query.
     """
