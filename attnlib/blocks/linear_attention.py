@@ -96,7 +96,8 @@ def linear_attention(
     The normaliser is numerically safe: the features are scaled so that no row underflows
     (``_features``, the weights unchanged) and a normaliser below the dtype's smallest
     normal number is raised to it (``_safe``, the ε), so finite input gives a finite
-    output. float16 and bfloat16 are computed in float32 (their sums overflow at |x| ~ 250).
+    output. float16 and bfloat16 are computed in float32 (their sums overflow at
+    :math:`|x| \approx 250`).
 
     Shape:
         - query: (B, H, L, E); key: (B, H, S, E); value: (B, H, S, Ev)
