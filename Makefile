@@ -26,10 +26,14 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help install system-packages browser-check book execute test lint typecheck unit nbval browser build lab lock clean reproduce bench diagrams test-offline
+.PHONY: help install system-packages browser-check book book-en book-zh book-zh-html translations i18n-check execute test lint typecheck unit nbval browser build lab lock clean reproduce bench diagrams test-offline
 
 help:
-	@echo "make book     build the HTML book (creates .venv and installs the pinned set on first use)"
+	@echo "make book     build the HTML book, English in _build/html and Chinese in _build/html/zh"
+	@echo "              (creates .venv and installs the pinned set on first use)"
+	@echo "make translations  refresh the Chinese catalogues (locales/zh_CN) from the English source"
+	@echo "make i18n-check PO=locales/zh_CN/LC_MESSAGES/chapters/01_kernel_regression.po"
+	@echo "              what one catalogue still lacks (untranslated, fuzzy, changed roles or maths)"
 	@echo "make test     ruff, mypy, pytest tests/, nbval over every chapter, the book build with -W,"
 	@echo "              and every built page checked in headless Chromium (make browser)"
 	@echo "make execute  re-execute every chapter notebook in place (the only way stored outputs are made)"
@@ -53,11 +57,56 @@ $(STAMP): requirements.lock pyproject.toml
 # public repository (BOOK_REPOSITORY_URL, or the git remote origin): tools/book_config.py.
 # The HTML is rewritten from scratch each time (the parsed pages are cached in _build/.doctrees):
 # an incremental build keeps old sidebars and prev/next links after a chapter joins the TOC.
+#
+# Two editions from one source (_ext/editions.py): English at _build/html and Chinese (language
+# zh_CN, the catalogues in locales/zh_CN/LC_MESSAGES) at _build/html/zh, both with -W. The two
+# builds are independent (the Chinese one has its own doctrees in $(ZH_BUILD)) and run side by
+# side, one per core; their logs are printed one after the other. `make book-zh` rebuilds only
+# the Chinese edition (after a `make book`).
+ZH_BUILD := _build/zh_CN
 book: $(STAMP)
-	rm -rf _build/html
+	$(MAKE) --no-print-directory -j2 --output-sync=target book-en book-zh-html
+	rm -rf _build/html/zh
+	mv $(ZH_BUILD)/_build/html _build/html/zh
+	@echo "The book: file://$(CURDIR)/_build/html/index.html, 中文版: file://$(CURDIR)/_build/html/zh/index.html"
+
+book-en: $(STAMP)
+	@t0=$$(date +%s); \
+	rm -rf _build/html; \
+	python tools/book_config.py _build/_config.yml; \
+	jupyter-book build . --config _build/_config.yml -W -n --keep-going; \
+	echo "make book: the English edition built in $$(( $$(date +%s) - t0 )) s"
+
+book-zh-html: $(STAMP)
+	@t0=$$(date +%s); \
+	rm -rf $(ZH_BUILD)/_build/html; \
+	python tools/book_config.py --language zh_CN _build/_config.zh_CN.yml; \
+	jupyter-book build . --config _build/_config.zh_CN.yml --path-output $(ZH_BUILD) -W -n --keep-going; \
+	echo "make book: the Chinese edition built in $$(( $$(date +%s) - t0 )) s"
+
+book-zh: book-zh-html
+	@test -f _build/html/intro.html || { echo "make book-zh: no English edition in _build/html (make book)" >&2; exit 1; }
+	rm -rf _build/html/zh
+	mv $(ZH_BUILD)/_build/html _build/html/zh
+	@echo "中文版: file://$(CURDIR)/_build/html/zh/index.html"
+
+# The catalogues from the English source: the gettext builder writes one .pot per document
+# (_build/i18n/_build/gettext), then sphinx-intl merges them into locales/zh_CN/LC_MESSAGES/*.po:
+# new messages empty, changed ones marked fuzzy with their old translation, removed ones kept as
+# obsolete (#~) entries. A catalogue whose messages did not change is not rewritten. Every page is
+# read again (--all): a cached page would not see a change in _ext/editions.py.
+translations: $(STAMP)
 	python tools/book_config.py _build/_config.yml
-	jupyter-book build . --config _build/_config.yml -W -n --keep-going
-	@echo "The book: file://$(CURDIR)/_build/html/index.html"
+	rm -rf _build/i18n/_build/gettext
+	jupyter-book build . --config _build/_config.yml --path-output _build/i18n \
+	  --builder custom --custom-builder gettext --all -W -n --keep-going
+	sphinx-intl update --pot-dir _build/i18n/_build/gettext --locale-dir locales --language zh_CN
+	python tools/i18n_check.py --summary
+
+# One catalogue's state: make i18n-check PO=locales/zh_CN/LC_MESSAGES/chapters/01_kernel_regression.po
+PO ?= $(sort $(shell find locales -name '*.po' 2>/dev/null))
+i18n-check: $(STAMP)
+	python tools/i18n_check.py $(PO)
 
 build: book
 

@@ -7,7 +7,12 @@ checkout's origin is the repository itself). A checkout with no such remote (a l
 tarball) builds the book without those buttons and says so. The download button needs nothing
 and is always on.
 
-Usage: ``python tools/book_config.py OUTPUT`` writes OUTPUT (YAML) and prints what it chose.
+The Chinese edition (``--language zh_CN``) is the same configuration with ``language: zh_CN``
+(the catalogues are ``locales/zh_CN/LC_MESSAGES/<document>.po``, set in ``_config.yml``) and the
+book's title as the root page's catalogue translates it.
+
+Usage: ``python tools/book_config.py [--language zh_CN] OUTPUT`` writes OUTPUT (YAML) and prints
+what it chose.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from babel.messages.pofile import read_po
 
 ROOT = Path(__file__).resolve().parent.parent
 BINDERHUB = "https://mybinder.org"
@@ -86,15 +92,53 @@ def book_config(url: str | None, branch: str) -> dict[str, Any]:
     return config
 
 
+def translated_title(config: dict[str, Any], language: str) -> str | None:
+    """The book's title as the root page's catalogue translates it (None if it does not yet)."""
+    root = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
+    catalogue = ROOT / "locales" / language / "LC_MESSAGES" / f"{root}.po"
+    if not catalogue.is_file():
+        return None
+    with catalogue.open("rb") as handle:
+        message = read_po(handle).get(config["title"])
+    if message is None or message.fuzzy or not message.string:
+        return None
+    return str(message.string)
+
+
+# Sphinx settings of an edition beyond its language (the English ones are in _config.yml).
+EDITION_SETTINGS: dict[str, dict[str, Any]] = {
+    "zh_CN": {"numfig_format": {"figure": "图 %s", "table": "表 %s"}},
+}
+
+
+def edition_config(config: dict[str, Any], language: str) -> dict[str, Any]:
+    """The configuration of the edition in ``language`` (``en``: the configuration as it is)."""
+    if language == "en":
+        return config
+    sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
+    sphinx["language"] = language
+    sphinx.update(EDITION_SETTINGS.get(language, {}))
+    title = translated_title(config, language)
+    if title:
+        config["title"] = title
+    return config
+
+
 def main(argv: list[str]) -> int:
+    language = "en"
+    if len(argv) == 3 and argv[0] == "--language":
+        language, argv = argv[1], argv[2:]
     if len(argv) != 1:
-        print("usage: book_config.py OUTPUT", file=sys.stderr)
+        print("usage: book_config.py [--language zh_CN] OUTPUT", file=sys.stderr)
         return 2
     url, branch, source = repository()
     output = Path(argv[0])
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(yaml.safe_dump(book_config(url, branch), allow_unicode=True,
-                                     sort_keys=False), encoding="utf-8")
+    config = edition_config(book_config(url, branch), language)
+    output.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False),
+                      encoding="utf-8")
+    if language != "en":
+        print(f"book_config: the {language} edition, titled {config['title']!r}")
     if url:
         print(f"book_config: repository {url} (branch {branch}, from {source}): repository, "
               f"issues, edit and Binder buttons on")

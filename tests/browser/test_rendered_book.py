@@ -3,8 +3,12 @@
 `make browser` (part of `make test`) builds the book, then this module serves `_build/html` on
 127.0.0.1 and checks every page the way a reader sees it: MathJax has typeset every formula,
 every image has loaded, the console is clean, nothing is fetched from another host, and the
-table of contents and the previous/next links lead to pages (and anchors) that exist. A full-page
-screenshot of the intro and of every chapter is saved under `_build/screenshots/` for a person.
+table of contents and the previous/next links lead to pages (and anchors) that exist, and no
+Markdown emphasis marker (``**``, ``__``) is left in the visible text. Both editions are visited:
+English at the site's root and Chinese under ``zh/`` (each with its own TOC). A full-page
+screenshot of the intro and of every chapter (``zh-...`` for the Chinese pages, with the
+glossary) is saved under `_build/screenshots/` for a person. The Chinese edition's own checks
+(fonts, language switch, search) are in test_chinese_edition.py.
 
 Chromium is Debian's `chromium` package, driven by Playwright with no browser download. Where it
 is missing the module is skipped, except in CI (CI set) or with ATTNLIB_REQUIRE_BROWSER=1, where
@@ -150,31 +154,48 @@ class _IdParser(HTMLParser):
                 self.ids.add(value)
 
 
-def _site_pages() -> list[str]:
-    """Every HTML page of the built site, relative to it; index.html only redirects to intro."""
+# The editions: the folder of each inside the site (English at the root, _ext/editions.py).
+EDITIONS = {"en": "", "zh_CN": "zh/"}
+
+
+def edition_of(page: str) -> str:
+    """The folder prefix of the edition a site-relative page belongs to ("" or "zh/")."""
+    return next((prefix for prefix in EDITIONS.values() if prefix and page.startswith(prefix)), "")
+
+
+def _site_pages(prefix: str = "") -> list[str]:
+    """Every HTML page of one edition, relative to the site; index.html only redirects to intro."""
     pages = []
-    for path in sorted(SITE.rglob("*.html")):
-        rel = path.relative_to(SITE).as_posix()
+    for path in sorted((SITE / prefix).rglob("*.html")):
+        rel = path.relative_to(SITE / prefix).as_posix()
         if rel.split("/")[0] in {"_static", "_sources", "_images"} or rel == "index.html":
             continue
-        pages.append(rel)
+        if not prefix and edition_of(rel):
+            continue  # a page of another edition
+        pages.append(prefix + rel)
     return pages
 
 
-def _toc_order() -> list[str]:
-    """The pages in the order the left sidebar of intro.html lists them (fragments dropped)."""
+def _toc_order(prefix: str = "") -> list[str]:
+    """The pages in the order the left sidebar of the edition's intro.html lists them."""
     parser = _TocParser()
-    parser.feed((SITE / "intro.html").read_text(encoding="utf-8"))
+    parser.feed((SITE / prefix / "intro.html").read_text(encoding="utf-8"))
     order: list[str] = []
     for href in parser.hrefs:
-        target = urllib.parse.urljoin("intro.html", href.split("#")[0] or "intro.html")
+        target = urllib.parse.urljoin(prefix + "intro.html", href.split("#")[0] or "intro.html")
         if "://" not in href and target not in order:
             order.append(target)
     return order
 
 
-PAGES = _site_pages()
-TOC = _toc_order()
+for _prefix in EDITIONS.values():
+    if not (SITE / _prefix / "intro.html").is_file():
+        pytest.fail(f"No {_prefix or 'English '}edition in {SITE / _prefix}: run `make book`.",
+                    pytrace=False)
+PAGES_BY_EDITION = {prefix: _site_pages(prefix) for prefix in EDITIONS.values()}
+PAGES = [page for pages in PAGES_BY_EDITION.values() for page in pages]
+TOCS = {prefix: _toc_order(prefix) for prefix in EDITIONS.values()}
+TOC = TOCS[""]
 NO_TOC_PAGES = {"genindex.html", "search.html"}  # reached from the header, not from the TOC
 # Sphinx rewrites only the pages whose source changed: after a page is added to _toc.yml its
 # neighbours keep their old sidebar and previous/next links until a full build.
@@ -182,8 +203,10 @@ STALE = " (a stale incremental build? `rm -rf _build/html && make book` rebuilds
 
 
 def _screenshot_name(page: str) -> str | None:
-    if page == "intro.html" or page.startswith("chapters/"):
-        return Path(page).stem
+    prefix = edition_of(page)
+    rest = page[len(prefix):]
+    if rest == "intro.html" or rest.startswith("chapters/") or (prefix and rest == "glossary.html"):
+        return prefix.replace("/", "-") + Path(rest).stem
     return None
 
 
@@ -214,6 +237,42 @@ WAIT_FOR_IMAGES = """async () => {
   await document.fonts.ready;
   return images.filter(img => !(img.complete && img.naturalWidth > 0))
                .map(img => img.getAttribute('src'));
+}"""
+
+# Chinese characters drawn as boxes ("tofu") or not at all: each distinct CJK character of the
+# visible text is drawn on a canvas in the page's own font stack (with the browser's font
+# fallback, as the page draws it) and compared with the box drawn for a code point no font has.
+CJK_GLYPHS = r"""(root) => {
+  const cjk = /[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]/u;
+  const chars = new Set();
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const tag = node.parentElement && node.parentElement.tagName;
+    if (tag === 'SCRIPT' || tag === 'STYLE') continue;
+    for (const ch of node.data) if (cjk.test(ch)) chars.add(ch);
+  }
+  const size = 48;
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = size;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  const family = getComputedStyle(document.querySelector('article') || root).fontFamily;
+  ctx.font = `32px ${family}`;
+  ctx.textBaseline = 'middle';
+  const draw = ch => {
+    ctx.clearRect(0, 0, size, size);
+    ctx.fillText(ch, 4, size / 2);
+    const data = ctx.getImageData(0, 0, size, size).data;
+    let hash = 0, ink = 0;
+    for (let i = 3; i < data.length; i += 4) { hash = (hash * 31 + data[i]) | 0; ink += data[i] > 0; }
+    return {hash, ink};
+  };
+  const box = draw('\u{10FFFD}');
+  const missing = [];
+  for (const ch of chars) {
+    const glyph = draw(ch);
+    if (ch.trim() && (glyph.ink === 0 || glyph.hash === box.hash)) missing.push(ch);
+  }
+  return {count: chars.size, missing: missing.slice(0, 20), missingCount: missing.length, family};
 }"""
 
 INSPECT = r"""() => {
@@ -250,6 +309,20 @@ INSPECT = r"""() => {
   out.toc = links('nav.bd-docs-nav a[href]');
   out.all = links('a[href]');
   out.title = document.title;
+  out.lang = document.documentElement.lang;
+  out.glyphs = (CJK_GLYPHS)(document.body);
+  // Markdown emphasis that did not render: ** or __ left in the visible text, outside code.
+  const literal = /\*\*|__/;
+  const walker2 = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  out.literalEmphasis = [];
+  for (let node = walker2.nextNode(); node; node = walker2.nextNode()) {
+    let skip = false;
+    for (let el = node.parentElement; el; el = el.parentElement) {
+      if (skipTags.has(el.tagName) || el.classList.contains('highlight')
+          || el.classList.contains('math') || el.classList.contains('sig')) { skip = true; break; }
+    }
+    if (!skip && literal.test(node.data)) out.literalEmphasis.push(snippet(node.data));
+  }
   return out;
 }"""
 
@@ -359,8 +432,9 @@ async def _visit(context: BrowserContext, base_url: str, name: str, screenshot: 
     page.on("websocket", lambda ws: foreign.append(ws.url))
     try:
         response = await page.goto(base_url + name, wait_until="load")
-        if name == "index.html":
-            await page.wait_for_url(base_url + "intro.html", timeout=10_000)
+        if Path(name).name == "index.html":
+            await page.wait_for_url(base_url + name[: -len("index.html")] + "intro.html",
+                                    timeout=10_000)
         elif response is None or response.status != 200:
             visit.problems.append(f"HTTP {response and response.status}")
         else:
@@ -369,7 +443,7 @@ async def _visit(context: BrowserContext, base_url: str, name: str, screenshot: 
                 visit.problems.append(state)
             for src in await page.evaluate(WAIT_FOR_IMAGES):
                 visit.problems.append(f"image did not load: {src}")
-            visit.info = await page.evaluate(INSPECT)
+            visit.info = await page.evaluate(INSPECT.replace("(CJK_GLYPHS)", f"({CJK_GLYPHS})"))
             if screenshot:
                 await page.screenshot(path=str(SCREENSHOTS / f"{screenshot}.png"), full_page=True)
             await page.evaluate(EXPAND_ALL)
@@ -415,7 +489,7 @@ async def _visit_all(base_url: str, names: list[str]) -> dict[str, Visit]:
 @pytest.fixture(scope="session")
 def visits(request: pytest.FixtureRequest, base_url: str) -> dict[str, Visit]:
     """Every page this session's tests ask about, visited once, several at a time."""
-    names = ["index.html"]
+    names = [f"{prefix}index.html" for prefix in EDITIONS.values()]
     for item in request.session.items:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "name" in callspec.params and item.path == Path(__file__):
@@ -482,16 +556,23 @@ def _broken(link: dict[str, str], base_url: str, fetcher: _Fetcher) -> str | Non
 # The tests.
 
 
-def test_toc_lists_every_page() -> None:
-    """Every page the TOC lists was built, and every built page (bar index/search) is in the TOC."""
-    assert TOC and TOC[0] == "intro.html", f"intro.html's sidebar TOC starts with {TOC[:1]}"
-    missing = [page for page in TOC if page not in PAGES]
-    assert not missing, f"the TOC of intro.html links to pages that were not built: {missing}"
-    orphans = [page for page in PAGES if page not in TOC and page not in NO_TOC_PAGES]
+@pytest.mark.parametrize("prefix", list(EDITIONS.values()), ids=list(EDITIONS))
+def test_toc_lists_every_page(prefix: str) -> None:
+    """Every page the TOC lists was built, and every built page (bar index/search) is in the TOC;
+    both editions have the same pages in the same order."""
+    toc, pages = TOCS[prefix], PAGES_BY_EDITION[prefix]
+    intro = f"{prefix}intro.html"
+    assert toc and toc[0] == intro, f"{intro}'s sidebar TOC starts with {toc[:1]}"
+    missing = [page for page in toc if page not in pages]
+    assert not missing, f"the TOC of {intro} links to pages that were not built: {missing}"
+    no_toc = {prefix + page for page in NO_TOC_PAGES}
+    orphans = [page for page in pages if page not in toc and page not in no_toc]
     assert not orphans, f"built pages that the TOC does not list: {orphans}"
+    assert [page[len(prefix):] for page in toc] == TOC, f"{intro}'s TOC differs from intro.html's"
 
 
-def test_notebook_buttons() -> None:
+@pytest.mark.parametrize("prefix", list(EDITIONS.values()), ids=list(EDITIONS))
+def test_notebook_buttons(prefix: str) -> None:
     """Each chapter offers its notebook for download; the repository and Binder buttons appear
     exactly when the build had a public repository URL (tools/book_config.py), and point at it."""
     import yaml
@@ -499,15 +580,15 @@ def test_notebook_buttons() -> None:
     config = yaml.safe_load((ROOT / "_build" / "_config.yml").read_text(encoding="utf-8"))
     repo = config.get("repository", {}) if config.get("html", {}).get("use_repository_button") else {}
     url, branch = repo.get("url"), repo.get("branch")
-    chapters = [page for page in PAGES if page.startswith("chapters/")]
+    chapters = [page for page in PAGES_BY_EDITION[prefix] if page[len(prefix):].startswith("chapters/")]
     assert chapters, "no chapter pages were built"
     problems = []
     for page in chapters:
         html = (SITE / page).read_text(encoding="utf-8")
-        notebook = page.removesuffix(".html") + ".ipynb"
+        notebook = page[len(prefix):].removesuffix(".html") + ".ipynb"
         if f'href="../_sources/{notebook}"' not in html:
             problems.append(f"{page}: no download link to _sources/{notebook}")
-        elif not (SITE / "_sources" / notebook).is_file():
+        elif not (SITE / prefix / "_sources" / notebook).is_file():
             problems.append(f"{page}: the download link's _sources/{notebook} was not built")
         if url:
             owner_name = urllib.parse.urlparse(url).path.strip("/")
@@ -527,10 +608,12 @@ def test_notebook_buttons() -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_index_redirects_to_intro(visits: dict[str, Visit], base_url: str) -> None:
-    visit = visits["index.html"]
-    assert not visit.problems, "index.html:\n  " + "\n  ".join(visit.problems)
-    assert visit.final_url == base_url + "intro.html", f"index.html ends at {visit.final_url}"
+@pytest.mark.parametrize("prefix", list(EDITIONS.values()), ids=list(EDITIONS))
+def test_index_redirects_to_intro(prefix: str, visits: dict[str, Visit], base_url: str) -> None:
+    visit = visits[f"{prefix}index.html"]
+    assert not visit.problems, f"{prefix}index.html:\n  " + "\n  ".join(visit.problems)
+    assert visit.final_url == base_url + f"{prefix}intro.html", (
+        f"{prefix}index.html ends at {visit.final_url}")
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -547,6 +630,13 @@ def test_page_renders(name: str, visits: dict[str, Visit], base_url: str, fetche
         problems += [f"formula not typeset by MathJax: {text!r}" for text in info["untypeset"][:5]]
         problems += [f"TeX error in a formula: {text!r}" for text in info["texErrors"][:5]]
         problems += [f"raw TeX in the visible text: {text!r}" for text in info["rawTex"][:5]]
+        problems += [f"Markdown emphasis printed literally: {text!r}"
+                     for text in info["literalEmphasis"][:5]]
+        glyphs = info["glyphs"]
+        if glyphs["missingCount"]:
+            problems.append(f"{glyphs['missingCount']} of {glyphs['count']} CJK characters drawn "
+                            f"as boxes or blank in {glyphs['family']!r} (is a CJK font installed? "
+                            f"tools/system_packages.sh): {''.join(glyphs['missing'])}")
 
         # Navigation: the TOC and previous/next exist and lead to pages and anchors that exist.
         if not info["toc"]:
@@ -561,18 +651,19 @@ def test_page_renders(name: str, visits: dict[str, Visit], base_url: str, fetche
             why = _broken(link, base_url, fetcher)
             if why:
                 problems.append(f"broken link: {why}")
+        toc = TOCS[edition_of(name)]
         listed = {_path_of(link["href"], base_url) for link in info["toc"]}
-        if info["toc"] and listed != set(TOC):
-            lacks = [page for page in TOC if page not in listed]
-            extra = sorted(str(page) for page in listed - set(TOC))
+        if info["toc"] and listed != set(toc):
+            lacks = [page for page in toc if page not in listed]
+            extra = sorted(str(page) for page in listed - set(toc))
             problems.append(
                 f"the TOC here differs from intro.html's: lacks {lacks}, adds {extra}{STALE}"
             )
-        if name in TOC:
-            i = TOC.index(name)
+        if name in toc:
+            i = toc.index(name)
             expected = {
-                "previous": TOC[i - 1] if i > 0 else None,
-                "next": TOC[i + 1] if i + 1 < len(TOC) else None,
+                "previous": toc[i - 1] if i > 0 else None,
+                "next": toc[i + 1] if i + 1 < len(toc) else None,
             }
             for label, found in (("previous", info["prev"]), ("next", info["next"])):
                 got = _path_of(found[0]["href"], base_url) if found else None
