@@ -67,15 +67,17 @@ def _compare_figures(cell: IPyNbCell, test: list[Any], ref: list[Any]) -> list[s
         expected.write_bytes(old)
         actual.write_bytes(new)
         try:
-            result = compare_images(str(expected), str(actual), tol=tolerance, in_decorator=True)
+            # tol=0: the RMS of every pair, not only of those over the tolerance, so that the
+            # summary's largest RMS is the real one
+            result = compare_images(str(expected), str(actual), tol=0, in_decorator=True)
         except Exception as exc:  # matplotlib raises on images of different sizes
             problems.append(f"figure {k}: {exc}")
             continue
         rms = 0.0 if result is None else float(result["rms"])
         _figures[f"{name} cell {cell.cell_num} figure {k}"] = rms
-        if result is None:
-            expected.unlink()
-            actual.unlink()
+        if rms <= tolerance:
+            for path in (expected, actual, Path(f"{stem}-fresh-failed-diff.png")):
+                path.unlink(missing_ok=True)
         else:
             problems.append(f"figure {k} differs from the stored one: RMS {rms:.2f} > "
                             f"{tolerance} (images and difference in {stem.parent})")
