@@ -73,11 +73,11 @@ def test_workers_give_the_numbers_of_one_process(corpus: Any) -> None:
 
 def test_a_run_is_the_run_a_notebook_would_train(corpus: Any) -> None:
     (run,) = make_runs(corpus)[:1]
-    (result,) = train_runs([run], corpus.train, corpus.src_vocab, corpus.tgt_vocab,
+    (result,) = train_runs([run], corpus.train[:160], corpus.src_vocab, corpus.tgt_vocab,
                            sources=[corpus.test[0].src], workers=1)
     torch.manual_seed(run.init_seed)
     model = Seq2Seq(run.config)  # type: ignore[arg-type]
-    history = train_seq2seq(model, corpus.train, corpus.src_vocab, corpus.tgt_vocab,
+    history = train_seq2seq(model, corpus.train[:160], corpus.src_vocab, corpus.tgt_vocab,
                             **run.options)
     assert history.losses == result.history.losses
     for key, value in model.state_dict().items():

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reproduce import NBVAL  # the same nbval command line as make reproduce
+from reproduce import NBVAL, longest_first  # the same nbval command and order as make reproduce
 
 _CHAPTER = re.compile(r"^(\S+\.ipynb)\s+(\d+) cells\s+([\d.]+) s$", re.M)
 _FIGURES = re.compile(r"figures compared with the stored ones: (\d+), largest RMS ([\d.]+) \((.*)\)")
@@ -50,7 +50,8 @@ def main(argv: list[str]) -> int:
     print(f"nbval: {len(args.notebooks)} notebooks, {jobs} at a time", flush=True)
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(run, args.notebooks))
+        finished = {r[0]: r for r in pool.map(run, longest_first(args.notebooks))}
+    results = [finished[nb] for nb in args.notebooks]  # the table in the order given
     wall = time.perf_counter() - start
 
     failed = [(nb, out) for nb, code, out, _ in results if code != 0]

@@ -32,6 +32,21 @@ NBVAL = [
 ]
 _COUNT = re.compile(r"(\d+) (passed|failed|error|errors|skipped)")
 
+#: nbval seconds per chapter, two chapters side by side on the 2-core machine (CI's `make test`,
+#: 2026-11-27). Only the order in which notebooks start depends on it: the longest start first,
+#: so that no long chapter starts last and runs alone at the end (in file order chapter 10
+#: started last, and nbval took 575 s of wall clock for 844 s of chapter time on two cores).
+MEASURED_SECONDS = {
+    "10_modern_attention": 309, "04_seq2seq_attention": 254,
+    "09_attention_in_language_models": 100, "07_transformer": 97,
+    "08_efficient_attention": 25,
+}
+
+
+def longest_first(notebooks: list[str]) -> list[str]:
+    """The notebooks, the longest-running first; the others after them, in the order given."""
+    return sorted(notebooks, key=lambda nb: -MEASURED_SECONDS.get(Path(nb).stem, 0))
+
 
 def _env(threads: int, capability: str) -> dict[str, str]:
     env = dict(os.environ, ATTNLIB_NUM_THREADS=str(threads))
@@ -60,7 +75,7 @@ def run_one(threads: int, capability: str, notebooks: list[str],
     env = _env(threads, capability)
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda nb: _nbval_one(nb, env), notebooks))
+        results = list(pool.map(lambda nb: _nbval_one(nb, env), longest_first(notebooks)))
     seconds = time.perf_counter() - start
     code, totals = 0, {"passed": 0, "failed": 0, "error": 0}
     for rc, counts, log in results:
