@@ -107,7 +107,11 @@ def translated_title(config: dict[str, Any], language: str) -> str | None:
 
 # Sphinx settings of an edition beyond its language (the English ones are in _config.yml).
 EDITION_SETTINGS: dict[str, dict[str, Any]] = {
-    "zh_CN": {"numfig_format": {"figure": "图 %s", "table": "表 %s"}},
+    "zh_CN": {"numfig_format": {"figure": "图 %s", "table": "表 %s"},
+              # the prompts of dropdowns (sphinx-togglebutton has no zh_CN catalogue) and of
+              # hidden cells (myst-nb), in English otherwise
+              "togglebutton_hint": "点击展开", "togglebutton_hint_hide": "点击收起",
+              "nb_code_prompt_show": "显示代码单元格", "nb_code_prompt_hide": "隐藏代码单元格"},
 }
 
 

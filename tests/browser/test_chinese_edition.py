@@ -182,6 +182,19 @@ def test_code_and_outputs_exist_once(page: str) -> None:
                                f"---\n{theirs[1][:300]}"
 
 
+ENGLISH_PROMPTS = ("Click to show", "Click to hide", "Show code cell", "Hide code cell")
+
+
+@pytest.mark.parametrize("page", PAGES_BY_EDITION[ZH])
+def test_prompts_of_dropdowns_and_hidden_cells_are_in_chinese(page: str) -> None:
+    html = (SITE / page).read_text(encoding="utf-8")
+    english = [prompt for prompt in ENGLISH_PROMPTS if prompt in html]
+    assert not english, f"{page}: English prompts {english}"
+    # the English twin has them, so the strings looked for are the ones the themes write
+    if "toggleHintShow" in html:
+        assert "Click to show" in (SITE / page.removeprefix(ZH)).read_text(encoding="utf-8")
+
+
 # ---------------------------------------------------------------------------------------------
 # In Chromium: the switch from file:// and a server, search, and the glyph check's own failure
 
