@@ -79,7 +79,7 @@ def test_every_document_has_a_catalogue() -> None:
 @pytest.mark.parametrize("path", CATALOGUES, ids=IDS)
 def test_catalogue_is_complete(path: Path) -> None:
     """Every message translated, none fuzzy."""
-    _fail(check.incomplete(check.entries(path)),
+    _fail(check.header_problems(path) + check.incomplete(check.entries(path)),
           f"messages of {check.catalogue_name(path)} untranslated or fuzzy", with_progress=True)
 
 
@@ -285,3 +285,15 @@ def test_jieba_keeps_glossary_terms_whole() -> None:
     after = set(tokenizer.cut_for_search(sentence))
     assert "注意力权重" not in before  # jieba's own dictionary cuts it into 注意力 + 权重
     assert {"注意力权重", "注意力汇聚", "注意力", "权重"} <= after
+
+
+def test_a_fuzzy_header_is_reported(tmp_path: Path) -> None:
+    header = ('msgid ""\nmsgstr ""\n"Language: zh_CN\\n"\n'
+              '"Content-Type: text/plain; charset=utf-8\\n"\n\nmsgid "Hello"\nmsgstr "你好"\n')
+    clean, fuzzy = tmp_path / "clean.po", tmp_path / "fuzzy.po"
+    clean.write_text(header, encoding="utf-8")
+    fuzzy.write_text("#, fuzzy\n" + header, encoding="utf-8")
+    assert check.header_problems(clean) == []
+    assert check.header_problems(fuzzy) == [f"{fuzzy}: the header is marked fuzzy (delete its "
+                                            "'#, fuzzy' line)"]
+    assert check.incomplete(check.entries(fuzzy)) == []  # the messages themselves are done

@@ -167,6 +167,14 @@ def literal_emphasis(text: str) -> list[str]:
 # The checks
 
 
+def header_problems(path: Path) -> list[str]:
+    """A header still marked fuzzy, as the template created it: gettext's own tools (msgfmt)
+    leave a fuzzy header out, and with it the catalogue's charset."""
+    with path.open("rb") as handle:
+        fuzzy = read_po(handle).fuzzy
+    return [f"{path}: the header is marked fuzzy (delete its '#, fuzzy' line)"] if fuzzy else []
+
+
 def incomplete(found: list[Entry]) -> list[str]:
     """Untranslated and fuzzy messages, one line each."""
     problems = []
@@ -304,7 +312,7 @@ def main(argv: list[str]) -> int:
     failed = False
     for path in paths:
         found = entries(path)
-        for title, problems in (("incomplete", incomplete(found)),
+        for title, problems in (("incomplete", header_problems(path) + incomplete(found)),
                                 ("markup changed", markup_changes(found)),
                                 ("emphasis printed literally", emphasis_problems(found)),
                                 ("terms not the glossary's", term_problems(found))):
