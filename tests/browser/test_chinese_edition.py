@@ -19,11 +19,7 @@ Chromium, the server and the skip/fail rules come from test_rendered_book.py.
 from __future__ import annotations
 
 import asyncio
-import functools
-import http.server
-import threading
 import urllib.parse
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -34,14 +30,12 @@ from test_rendered_book import (  # the lead's browser test: same Chromium, flag
     CHROMIUM_ARGS,
     CJK_GLYPHS,
     EDITIONS,
-    HOST,
     PAGE_TIMEOUT_MS,
     PAGES_BY_EDITION,
     SCREENSHOTS,
     SITE,
     VIEWPORT_HEIGHT,
     VIEWPORT_WIDTH,
-    _QuietHandler,
     edition_of,
 )
 
@@ -199,19 +193,6 @@ def test_prompts_of_dropdowns_and_hidden_cells_are_in_chinese(page: str) -> None
 # In Chromium: the switch from file:// and a server, search, and the glyph check's own failure
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
-    httpd = http.server.ThreadingHTTPServer((HOST, 0), handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://{HOST}:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
 
 async def _with_page(action: Any) -> Any:
     from playwright.async_api import async_playwright
@@ -230,9 +211,9 @@ async def _with_page(action: Any) -> Any:
 
 
 @pytest.mark.parametrize("scheme", ["file", "http"])
-def test_language_switch_clicks_through(scheme: str, server: str) -> None:
+def test_language_switch_clicks_through(scheme: str, base_url: str) -> None:
     start = "chapters/02_attention_scores.html"
-    base = SITE.resolve().as_uri() + "/" if scheme == "file" else server
+    base = SITE.resolve().as_uri() + "/" if scheme == "file" else base_url
 
     async def click_both_ways(page: Any) -> list[str]:
         await page.goto(base + start)
@@ -248,7 +229,7 @@ def test_language_switch_clicks_through(scheme: str, server: str) -> None:
     assert back == base + start, f"the switch on {ZH + start} led to {back}"
 
 
-def test_search_finds_a_chinese_term(server: str) -> None:
+def test_search_finds_a_chinese_term(base_url: str) -> None:
     """Sphinx's search page, in Chinese, finds 注意力权重 on exactly the pages that hold it
     (in one text node: see _holds)."""
     expected = sorted(page for page in PAGES_BY_EDITION[ZH]
@@ -257,7 +238,7 @@ def test_search_finds_a_chinese_term(server: str) -> None:
     assert f"{ZH}glossary.html" in expected, expected
 
     async def search(page: Any) -> tuple[str, list[str]]:
-        await page.goto(server + f"{ZH}search.html?q=" + urllib.parse.quote(SEARCH_TERM))
+        await page.goto(base_url + f"{ZH}search.html?q=" + urllib.parse.quote(SEARCH_TERM))
         await page.wait_for_function(
             "() => { const s = document.querySelector('#search-results p.search-summary');"
             " return s && s.innerText.trim().length > 0; }")
@@ -270,7 +251,7 @@ def test_search_finds_a_chinese_term(server: str) -> None:
         return summary, hrefs
 
     summary, hrefs = asyncio.run(_with_page(search))
-    found = sorted({urllib.parse.urldefrag(href)[0][len(server):] for href in hrefs})
+    found = sorted({urllib.parse.urldefrag(href)[0][len(base_url):] for href in hrefs})
     print(f"\nsearch for {SEARCH_TERM}: {summary}\n  " + "\n  ".join(found))
     assert found == expected, (f"search for {SEARCH_TERM} found {found}; the pages whose text "
                                f"holds it: {expected} ({summary})")
