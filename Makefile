@@ -26,7 +26,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help install system-packages browser-check book book-en book-zh book-zh-html translations i18n-check execute test lint typecheck unit nbval browser build lab lock clean reproduce bench diagrams test-offline
+.PHONY: help install system-packages browser-check book book-en book-zh book-zh-html translations i18n-check execute test lint typecheck unit nbval browser build lab lock clean reproduce bench bench-quick diagrams test-offline
 
 help:
 	@echo "make book     build the HTML book, English in _build/html and Chinese in _build/html/zh"
@@ -39,8 +39,9 @@ help:
 	@echo "make execute  re-execute every chapter notebook in place (the only way stored outputs are made)"
 	@echo "make lab      open the chapters in JupyterLab with attnlib importable"
 	@echo "make bench    time attnlib against PyTorch (ratios table, _build/bench.csv)"
+	@echo "make bench-quick  every benchmark case once at small sizes (a step of make test)"
 	@echo "make diagrams regenerate the architecture diagrams (diagrams/*.svg) from diagrams/src"
-	@echo "make reproduce  nbval under 1 thread + ATEN_CPU_CAPABILITY=default and 2 threads + avx2"
+	@echo "make reproduce  nbval under 1 thread + ATEN_CPU_CAPABILITY=default and 2 threads + avx2 as on AMD"
 	@echo "make test-offline  make test in a network namespace with no network (after installing)"
 
 install: $(STAMP)
@@ -144,7 +145,8 @@ browser-check: system-packages $(STAMP)
 	ATTNLIB_REQUIRE_BROWSER=1 python -m pytest tests/browser -p no:cacheprovider
 
 # Each step's time is printed as it ends, and a table of them at the end.
-TEST_STEPS := lint typecheck unit nbval book browser-check
+# bench-quick and i18n-check run two documented commands quickly, so that neither breaks unseen.
+TEST_STEPS := lint typecheck unit bench-quick i18n-check nbval book browser-check
 test: system-packages $(STAMP)
 	@start=$$(date +%s); times=""; \
 	for step in $(TEST_STEPS); do \
@@ -155,16 +157,19 @@ test: system-packages $(STAMP)
 	printf 'make test: step times\n%s' "$$times"; \
 	echo "make test: everything passed in $$(( $$(date +%s) - start )) s"
 
-# The stored outputs must not depend on the thread count or on the CPU code path PyTorch picks
+# The stored outputs must not depend on the thread count, on the CPU code path PyTorch picks
 # (ATEN_CPU_CAPABILITY: default = no vector instructions, as on an older machine; `native` for
-# PyTorch's own choice). `make test` runs nbval at 2 threads on the machine's own code path; this
-# adds the two combinations that find different things: 1 thread without vector instructions and
-# 2 threads with avx2 (chapters side by side, one per core). Prints a table (also
-# _build/reproduce.md); fails if any combination fails. The full matrix:
-# make reproduce REPRO_COMBOS="1:default 1:avx2 2:default 2:avx2" REPRO_RUNS=2
+# PyTorch's own choice) or on the CPU's vendor. `make test` runs nbval at 2 threads on the
+# machine's own code path; this adds the two combinations that find different things: 1 thread
+# without vector instructions, and 2 threads with avx2 as an AMD processor runs them
+# (THREADS:CAPABILITY:amd sets ATTNLIB_CPU_VENDOR=AuthenticAMD: attnlib.fix_cpu_kernels then asks
+# MKL only for what MKL gives an AMD processor, so an Intel machine computes what AMD readers get).
+# Chapters side by side, one per core. Prints a table (also _build/reproduce.md); fails if any
+# combination fails. The full matrix:
+# make reproduce REPRO_COMBOS="1:default 1:avx2 2:default 2:avx2 2:avx2:amd" REPRO_RUNS=2
 # REPRO_ARGS=--after-make-test (.ci/run) leaves out a combination that is make test's own run on
-# this machine (2 threads + avx2 where PyTorch picks AVX2 anyway, as on an AVX2-only CPU).
-REPRO_COMBOS ?= 1:default 2:avx2
+# this machine (2 threads + avx2 on an AVX2-only CPU; the vendor included when one is named).
+REPRO_COMBOS ?= 1:default 2:avx2:amd
 REPRO_RUNS ?= 1
 REPRO_ARGS ?=
 reproduce: $(STAMP)
@@ -182,6 +187,11 @@ test-offline: system-packages $(STAMP)
 # attnlib side by side with its PyTorch twins; prints a table of ratios, writes _build/bench.csv.
 bench: $(STAMP)
 	python bench/run_bench.py --threads $(ATTNLIB_NUM_THREADS)
+
+# Every case of `make bench` once, at small sizes, without verdicts (_build/bench-quick.csv): a
+# few seconds, a step of `make test`; it fails if a case fails or the cached decoder disagrees.
+bench-quick: $(STAMP)
+	python bench/run_bench.py --quick --threads $(ATTNLIB_NUM_THREADS)
 
 # The diagrams (diagrams/*.svg) from their sources (diagrams/src/*.py) with graphviz and matplotlib.
 # The SVGs are committed: `make book` and `make test` never need graphviz (tests/test_diagrams.py

@@ -46,13 +46,15 @@ def test_reproduce_after_make_test_skips_only_make_tests_own_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(reproduce, "make_test_run", lambda: (2, "avx2"))
+    monkeypatch.setattr(reproduce, "machine_vendor", lambda: "intel")
     good = _notebook(tmp_path / "good.ipynb", "2\n")
     report = tmp_path / "reproduce.md"
     code = reproduce.main(["--combos", "1:default", "2:avx2", "--after-make-test",
                            "--report", str(report), good])
     assert code == 0
     table = report.read_text(encoding="utf-8")
-    assert "| 1 | default | 1 |" in table and "| 2 | avx2 | - | - | make test's own run |" in table
+    assert "| 1 | default | this machine's | 1 |" in table
+    assert "| 2 | avx2 | this machine's | - | - | make test's own run |" in table
     assert "1 of 1 combinations passed" in table
     assert "not repeated" in capsys.readouterr().out
     # Without the flag both combinations run.
@@ -66,3 +68,34 @@ def test_the_longest_chapters_start_first_and_the_table_keeps_the_given_order() 
         "09_attention_in_language_models", "10_modern_attention")]
     assert reproduce.longest_first(given) == [given[4], given[1], given[3], given[0], given[2]]
     assert reproduce.longest_first(given[::-1])[3:] == [given[2], given[0]]
+
+
+def test_reproduce_runs_a_combination_as_an_amd_processor_and_repeats_no_own_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """2:avx2:amd is not make test's own run on an Intel machine (the chapters then ask MKL for
+    what an AMD processor gets): it runs, with ATTNLIB_CPU_VENDOR set; on an AMD machine it is
+    make test's own run."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(reproduce, "make_test_run", lambda: (2, "avx2"))
+    seen: list[dict[str, str]] = []
+    real = reproduce._nbval_one
+
+    def spy(notebook: str, env: dict[str, str]):  # type: ignore[no-untyped-def]
+        seen.append(env)
+        return real(notebook, env)
+
+    monkeypatch.setattr(reproduce, "_nbval_one", spy)
+    good = _notebook(tmp_path / "good.ipynb", "2\n")
+    report = tmp_path / "reproduce.md"
+    for vendor, ran in (("intel", 1), ("amd", 0)):
+        seen.clear()
+        monkeypatch.setattr(reproduce, "machine_vendor", lambda v=vendor: v)
+        assert reproduce.main(["--combos", "2:avx2:amd", "--after-make-test",
+                               "--report", str(report), good]) == 0
+        assert len(seen) == ran
+        assert all(env["ATTNLIB_CPU_VENDOR"] == "AuthenticAMD"
+                   and env["ATEN_CPU_CAPABILITY"] == "avx2" for env in seen)
+    assert "| 2 | avx2 | AuthenticAMD | - | - | make test's own run |" in report.read_text(
+        encoding="utf-8")
+    with pytest.raises(SystemExit):
+        reproduce.main(["--combos", "2:avx2:arm", good])

@@ -1,13 +1,9 @@
 """attnlib.train.runs: runs trained in worker processes give the numbers of runs trained in turn;
-the worker and thread counts read from the environment; the CPU kernels fixed by
-attnlib.book.repro.fix_cpu_kernels."""
+the worker and thread counts read from the environment; the workers take the caller's CPU
+settings (tests/test_cpu_paths.py tests attnlib.book.repro.fix_cpu_kernels itself)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -156,120 +152,19 @@ def test_thread_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
         torch.set_num_threads(threads)
 
 
-def _python(code: str, capability: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter that imports this attnlib, ATEN_CPU_CAPABILITY set."""
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": capability,
-           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+def test_workers_take_the_callers_onednn_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fix_cpu_kernels turns oneDNN off in the notebook's process; a worker process starts with it
+    on, so the worker's initialiser sets the caller's choice (its convolutions then compute as
+    the caller's)."""
+    from attnlib.train import runs
 
-
-def _cpu_has_avx2() -> bool:
-    result = _python("import torch; print(torch.backends.cpu.get_cpu_capability())", "")
-    return result.stdout.strip() in ("AVX2", "AVX512")
-
-
-FIX = ("import attnlib.book.repro, torch\n"
-       "print(attnlib.book.repro.fix_cpu_kernels({path!r}), torch.backends.cpu.get_cpu_capability(),"
-       " attnlib.book.repro._mkl_code_path())\n")
-# A float32 matrix product whose last bits depend on MKL's code path; prints a digest of them.
-PRODUCT = ("g = torch.Generator().manual_seed(0)\n"
-           "a, b = torch.randn(64, 64, generator=g), torch.randn(64, 64, generator=g)\n"
-           "import hashlib\n"
-           "print(hashlib.sha256((a @ b).numpy().tobytes()).hexdigest())\n")
-needs_mkl = pytest.mark.skipif(not torch.backends.mkl.is_available(), reason="no MKL in this torch")
-
-
-@pytest.mark.parametrize("flags", ["fpu sse2 avx", "fpu sse2 avx2", None])
-def test_fix_cpu_kernels_without_avx2_and_fma_chooses_the_plain_kernels(
-    tmp_path: Path, flags: str | None
-) -> None:
-    """Without both AVX2 and FMA (or without a cpuinfo file) the plain kernels, whatever the
-    environment asked for."""
-    path = tmp_path / "cpuinfo"
-    if flags is not None:
-        path.write_text(f"processor : 0\nflags : {flags}\n")
-    result = _python(FIX.format(path=str(path)), "avx2")
-    assert result.returncode == 0, result.stderr
-    mkl = "COMPATIBLE" if torch.backends.mkl.is_available() else "None"
-    assert result.stdout.split() == ["default", "DEFAULT", mkl]
-
-
-def test_fix_cpu_kernels_chooses_avx2_after_the_imports(tmp_path: Path) -> None:
-    """AVX2 where the CPU has AVX2 and FMA, even after the chapters' imports and with
-    ATEN_CPU_CAPABILITY=default in the environment (make reproduce sets it)."""
-    if not _cpu_has_avx2():
-        pytest.skip("this CPU has no AVX2")
-    path = tmp_path / "cpuinfo"
-    path.write_text("processor : 0\nflags : fpu sse2 avx avx2 fma avx512f\n")
-    code = ("import attnlib, matplotlib.pyplot, numpy, torch\n"
-            "from attnlib import data\n"
-            "from attnlib.book import plot\n"
-            "from attnlib.models import seq2seq, transformer\n"
-            "from attnlib.train import comparison, runs, seq2seq_loop\n"
-            + FIX.format(path=str(path)))
-    result = _python(code, "default")
-    assert result.returncode == 0, result.stderr
-    mkl = "AVX2" if torch.backends.mkl.is_available() else "None"
-    assert result.stdout.split() == ["avx2", "AVX2", mkl]
-
-
-def test_fix_cpu_kernels_after_a_computation_raises(tmp_path: Path) -> None:
-    """Once PyTorch has chosen its kernels it keeps them: the call says so instead of
-    returning a choice that is not in force."""
-    if not _cpu_has_avx2():
-        pytest.skip("this CPU has no AVX2")
-    path = tmp_path / "cpuinfo"
-    path.write_text("flags : avx2 fma\n")
-    code = ("import torch, attnlib.book.repro\n"
-            "torch.ones(64).add_(1)\n"
-            f"attnlib.book.repro.fix_cpu_kernels({str(path)!r})")
-    result = _python(code, "default")
-    assert result.returncode != 0
-    assert ("RuntimeError: PyTorch already runs its 'default' CPU kernels, not 'avx2': call "
-            "fix_cpu_kernels() before any tensor is computed") in result.stderr
-
-
-@needs_mkl
-def test_fix_cpu_kernels_pins_mkls_code_path_and_replaces_the_users(tmp_path: Path) -> None:
-    """Matrix products go through MKL, which picks its own code path per CPU (AVX-512 where
-    there is one): fix_cpu_kernels pins it to AVX2 after the imports, replacing an MKL_CBWR
-    already set, and the products then have the bits of a process started with MKL_CBWR=AVX2."""
-    if not _cpu_has_avx2():
-        pytest.skip("this CPU has no AVX2")
-    path = tmp_path / "cpuinfo"
-    path.write_text("flags : avx2 fma\n")
-    code = ("import os\nos.environ['MKL_CBWR'] = 'AUTO'\n"
-            "import attnlib, torch\n" + FIX.format(path=str(path))
-            + "print(os.environ['MKL_CBWR'])\n" + PRODUCT)
-    fixed = _python(code, "default")
-    assert fixed.returncode == 0, fixed.stderr
-    *choices, variable, digest = fixed.stdout.split()
-    assert choices == ["avx2", "AVX2", "AVX2"] and variable == "AVX2"
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
-    pinned = subprocess.run([sys.executable, "-c", "import torch\n" + PRODUCT], env=env,
-                            capture_output=True, text=True, timeout=300, check=False)
-    assert pinned.returncode == 0, pinned.stderr
-    assert digest == pinned.stdout.strip()
-
-
-@needs_mkl
-def test_fix_cpu_kernels_after_a_matrix_product_raises(tmp_path: Path) -> None:
-    """MKL keeps the code path of its first matrix product: a later call says so, even when
-    PyTorch's own kernels were already the wanted ones."""
-    if not _cpu_has_avx2():
-        pytest.skip("this CPU has no AVX2")
-    path = tmp_path / "cpuinfo"
-    path.write_text("flags : avx2 fma\n")
-    code = ("import os\nos.environ.pop('MKL_CBWR', None)\n"
-            "import torch, attnlib.book.repro\n" + PRODUCT
-            + "try:\n"
-            + f"    attnlib.book.repro.fix_cpu_kernels({str(path)!r})\n"
-            + "finally:\n"
-            + "    print(os.environ.get('MKL_CBWR'), os.environ.get('ATEN_CPU_CAPABILITY'))\n")
-    result = _python(code, "avx2")
-    assert result.returncode != 0
-    assert ("RuntimeError: MKL already runs its 'automatic' code path, not 'AVX2': call "
-            "fix_cpu_kernels() before any tensor is computed") in result.stderr
-    # the environment child processes inherit is left as it was: they compute like this one
-    assert result.stdout.split()[-2:] == ["None", "avx2"]
+    monkeypatch.setenv("ATTNLIB_PROGRESS", "1")  # the initialiser sets it; restored afterwards
+    monkeypatch.setattr(runs, "_SHARED", None)
+    before = torch.backends.mkldnn.enabled
+    try:
+        for wanted in (False, True):
+            torch.backends.mkldnn.enabled = not wanted
+            runs._init_worker(runs._Shared((), None, None, (), torch.get_num_threads(), wanted))
+            assert torch.backends.mkldnn.enabled is wanted
+    finally:
+        torch.backends.mkldnn.enabled = before

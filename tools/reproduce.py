@@ -1,10 +1,14 @@
 """Run the nbval suite under a matrix of settings and print one line per combination.
 
-The stored outputs must not depend on the thread count or on the CPU code path PyTorch picks
+The stored outputs must not depend on the thread count, on the CPU code path PyTorch picks
 (``ATEN_CPU_CAPABILITY``: ``default`` means no vector instructions, as on an older machine;
-``native`` leaves PyTorch's own choice). The default matrix is the two combinations that find
+``native`` leaves PyTorch's own choice) or on the CPU's vendor. A combination is
+``THREADS:CAPABILITY`` or ``THREADS:CAPABILITY:amd``; ``amd`` sets ``ATTNLIB_CPU_VENDOR`` to
+``AuthenticAMD``, so that :func:`attnlib.fix_cpu_kernels` asks MKL only for what MKL gives an AMD
+processor (MKL honours a pinned instruction set on Intel processors only): an Intel machine then
+computes what an AMD reader's does. The default matrix is the two combinations that find
 different things, each unlike ``make test``'s own run (2 threads, the machine's code path):
-1 thread with ``default`` and 2 threads with ``avx2``. Notebooks run side by side, one per core,
+1 thread with ``default`` and 2 threads with ``avx2`` as on AMD. Notebooks run side by side, one per core,
 each in its own pytest process and kernel (much of a notebook's time is single-threaded: kernel
 start, Python loops, plotting; the outputs do not depend on the timing).
 
@@ -12,7 +16,7 @@ Every combination runs even after one fails, so the table shows the whole matrix
 status is non-zero if any combination failed. The table is also written to
 ``_build/reproduce.md``.
 
-Usage: ``python tools/reproduce.py --combos 1:default 2:avx2 --runs 1 NOTEBOOK...``
+Usage: ``python tools/reproduce.py --combos 1:default 2:avx2:amd --runs 1 NOTEBOOK...``
 """
 
 from __future__ import annotations
@@ -48,13 +52,30 @@ def longest_first(notebooks: list[str]) -> list[str]:
     return sorted(notebooks, key=lambda nb: -MEASURED_SECONDS.get(Path(nb).stem, 0))
 
 
-def _env(threads: int, capability: str) -> dict[str, str]:
+VENDORS = {"amd": "AuthenticAMD", "intel": "GenuineIntel"}
+
+
+def _env(threads: int, capability: str, vendor: str = "") -> dict[str, str]:
     env = dict(os.environ, ATTNLIB_NUM_THREADS=str(threads))
     if capability == "native":
         env.pop("ATEN_CPU_CAPABILITY", None)
     else:
         env["ATEN_CPU_CAPABILITY"] = capability
+    env.pop("ATTNLIB_CPU_VENDOR", None)
+    if vendor:
+        env["ATTNLIB_CPU_VENDOR"] = VENDORS[vendor]
     return env
+
+
+def machine_vendor() -> str:
+    """This machine's CPU vendor as a combination names it (``amd``, ``intel``), or ``""``."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return ""
+    ids = {v: k for k, v in VENDORS.items()}
+    return next((ids.get(line.split(":", 1)[1].strip(), "") for line in text.splitlines()
+                 if line.startswith("vendor_id") and ":" in line), "")
 
 
 def _nbval_one(notebook: str, env: dict[str, str]) -> tuple[int, dict[str, int], list[str]]:
@@ -69,10 +90,10 @@ def _nbval_one(notebook: str, env: dict[str, str]) -> tuple[int, dict[str, int],
 
 
 def run_one(threads: int, capability: str, notebooks: list[str],
-            jobs: int) -> tuple[int, dict[str, int], float]:
+            jobs: int, vendor: str = "") -> tuple[int, dict[str, int], float]:
     """nbval over every notebook, one pytest process per notebook, ``jobs`` of them at a time
     (each notebook in its own fresh kernel, as in one nbval run)."""
-    env = _env(threads, capability)
+    env = _env(threads, capability, vendor)
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(lambda nb: _nbval_one(nb, env), longest_first(notebooks)))
@@ -99,8 +120,8 @@ def make_test_run() -> tuple[int, str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--combos", nargs="+", default=["1:default", "2:avx2"],
-                        help="THREADS:ATEN_CPU_CAPABILITY pairs")
+    parser.add_argument("--combos", nargs="+", default=["1:default", "2:avx2:amd"],
+                        help="THREADS:ATEN_CPU_CAPABILITY[:amd|:intel] combinations")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1,
                         help="notebooks run side by side, one per core")
@@ -112,27 +133,36 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     combos = []
     for combo in args.combos:
-        threads, _, capability = combo.partition(":")
-        combos.append((int(threads), capability or "native"))
+        threads, _, rest = combo.partition(":")
+        capability, _, vendor = rest.partition(":")
+        if vendor and vendor not in VENDORS:
+            parser.error(f"{combo}: the vendor must be one of {', '.join(VENDORS)}, got {vendor!r}")
+        combos.append((int(threads), capability or "native", vendor))
 
-    rows = ["| threads | ATEN_CPU_CAPABILITY | run | notebooks side by side | cells passed | failed | seconds |",
-            "|--:|:--|--:|--:|--:|--:|--:|"]
+    rows = ["| threads | ATEN_CPU_CAPABILITY | CPU vendor | run | notebooks side by side "
+            "| cells passed | failed | seconds |",
+            "|--:|:--|:--|--:|--:|--:|--:|--:|"]
     failures = 0
     start = time.perf_counter()
     own = make_test_run() if args.after_make_test else None
     ran = 0
-    for threads, capability in combos:
-        if own is not None and (threads, capability.lower()) in {own, (own[0], "native")}:
+    here = machine_vendor()
+    for threads, capability, vendor in combos:
+        shown = VENDORS[vendor] if vendor else "this machine's"
+        if (own is not None and (threads, capability.lower()) in {own, (own[0], "native")}
+                and vendor in ("", here)):
             print(f"== {threads}:{capability} is make test's own run on this machine "
                   f"({own[0]} threads, PyTorch picks {own[1]}): not repeated", flush=True)
-            rows.append(f"| {threads} | {capability} | - | - | make test's own run | - | - |")
+            rows.append(f"| {threads} | {capability} | {shown} | - | - | make test's own run "
+                        f"| - | - |")
             continue
         ran += args.runs
         jobs = max(1, args.cores)
         for run in range(1, args.runs + 1):
-            print(f"== nbval: ATTNLIB_NUM_THREADS={threads} ATEN_CPU_CAPABILITY={capability} "
-                  f"run {run} ({jobs} notebook(s) at a time)", flush=True)
-            code, counts, seconds = run_one(threads, capability, args.notebooks, jobs)
+            as_vendor = f" ATTNLIB_CPU_VENDOR={VENDORS[vendor]}" if vendor else ""
+            print(f"== nbval: ATTNLIB_NUM_THREADS={threads} ATEN_CPU_CAPABILITY={capability}"
+                  f"{as_vendor} run {run} ({jobs} notebook(s) at a time)", flush=True)
+            code, counts, seconds = run_one(threads, capability, args.notebooks, jobs, vendor)
             failed = counts.get("failed", 0) + counts.get("error", 0)
             if code != 0:
                 failures += 1
@@ -140,8 +170,8 @@ def main(argv: list[str]) -> int:
             passed = counts.get("passed", 0)
             print(f"   {'ok' if code == 0 else 'FAILED'}: {passed} cells passed, "
                   f"{failed} failed, {seconds:.0f} s", flush=True)
-            rows.append(f"| {threads} | {capability} | {run} | {jobs} | {passed} | {failed} | "
-                        f"{seconds:.0f} |")
+            rows.append(f"| {threads} | {capability} | {shown} | {run} | {jobs} | {passed} "
+                        f"| {failed} | {seconds:.0f} |")
     verdict = (f"{ran - failures} of {ran} combinations passed "
                f"in {time.perf_counter() - start:.0f} s")
     report = "\n".join([*rows, "", verdict, ""])

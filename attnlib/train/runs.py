@@ -4,8 +4,9 @@ A chapter that compares models over seeds trains several models that never talk 
 :func:`train_runs` trains them in separate processes, one per CPU core, and returns the same
 weights, losses and translations as training them one after another in the notebook's process:
 each run starts from ``torch.manual_seed(run.init_seed)``, its trainer is deterministic given
-its seed, and every worker uses the caller's thread count, and the caller's CPU kernels, because
-the workers inherit the environment (``ATEN_CPU_CAPABILITY`` and ``MKL_CBWR`` included). Only the
+its seed, and every worker uses the caller's thread count and the caller's CPU kernels: the
+workers inherit the environment (``ATEN_CPU_CAPABILITY`` and ``MKL_CBWR`` included) and the
+caller's oneDNN switch (:func:`~attnlib.book.repro.fix_cpu_kernels` turns it off). Only the
 wall-clock time changes with the number of workers; ``tests/test_runs.py`` checks that the weights are
 bit-identical with one worker and with two.
 
@@ -124,6 +125,7 @@ class _Shared:
     tgt_vocab: Vocab | None
     sources: tuple[tuple[str, ...], ...]
     threads: int
+    onednn: bool
 
 
 _SHARED: _Shared | None = None
@@ -134,6 +136,7 @@ def _init_worker(shared: _Shared) -> None:
     _SHARED = shared
     os.environ["ATTNLIB_PROGRESS"] = "0"  # no bars from workers; the caller shows one
     torch.set_num_threads(shared.threads)
+    torch.backends.mkldnn.enabled = shared.onednn
 
 
 def _train_one(run: Run) -> tuple[dict[str, torch.Tensor], History, list[Translation]]:
@@ -221,7 +224,8 @@ def train_runs(
         raise TypeError(f"sources must be a sequence of token sequences, got "
                         f"{type(sources).__name__}")
     shared = _Shared(tuple(_Tokens(tuple(p.src), tuple(p.tgt)) for p in pairs), src_vocab,
-                     tgt_vocab, tuple(tuple(s) for s in sources), torch.get_num_threads())
+                     tgt_vocab, tuple(tuple(s) for s in sources), torch.get_num_threads(),
+                     torch.backends.mkldnn.enabled)
     outputs: dict[int, tuple[dict[str, torch.Tensor], History, list[Translation]]] = {}
     workers = min(workers, len(runs))
     if workers == 1:
