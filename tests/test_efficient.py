@@ -211,3 +211,82 @@ def test_cpu_caches_is_empty_where_the_system_says_nothing(tmp_path):
 def test_cpu_caches_bad_input():
     with pytest.raises(TypeError, match=r"root must be a path .* got int"):
         cpu_caches(3)  # type: ignore[arg-type]
+
+
+# --- issue 34: a row whose first blocks are all -inf (left padding, a window) ---------------------
+
+
+def test_online_softmax_of_the_issue_row():
+    row = torch.tensor([[-math.inf, -math.inf, 1.0, 2.0]])
+    out = online_softmax(row, block_size=2)
+    torch.testing.assert_close(out, torch.softmax(row, -1), rtol=0, atol=1e-7)
+    assert out[0, 0] == 0 and out[0, 1] == 0
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 5, 10])
+def test_online_softmax_masked_first_blocks_forward_and_backward(block_size):
+    """Rows whose first 0, 2, 5 or 9 of 10 scores are -inf, against torch.softmax."""
+    gen = torch.Generator().manual_seed(0)
+    scores = torch.randn(4, 3, 10, generator=gen, dtype=torch.float64)
+    masked = torch.tensor([0, 2, 5, 9])[:, None, None]  # (4, 1, 1) per row group
+    scores = scores.masked_fill(torch.arange(10) < masked, -math.inf).requires_grad_()
+    weights = torch.randn(4, 3, 10, generator=gen, dtype=torch.float64)
+    ours, ref = online_softmax(scores, block_size), torch.softmax(scores, -1)
+    torch.testing.assert_close(ours, ref, rtol=0, atol=1e-14)
+    (grad,) = torch.autograd.grad((ours * weights).sum(), scores)
+    (ref_grad,) = torch.autograd.grad((ref * weights).sum(), scores)
+    assert bool(torch.isfinite(grad).all())
+    torch.testing.assert_close(grad, ref_grad, rtol=0, atol=1e-14)
+
+
+def test_online_softmax_still_refuses_a_row_that_is_entirely_minus_inf():
+    scores = torch.tensor([[0.0, 1.0, 2.0, 3.0], [-math.inf] * 4])
+    with pytest.raises(ValueError, match="entirely -inf"):
+        online_softmax(scores, block_size=2)
+
+
+# tiled_attention takes no mask, and its causal mask never hides a row's first key (key 0):
+# its scores are -inf only where q . k * scale overflows. E = 1, a query near 1 and
+# SCALE = 1e30: a key of order 1e-30 scores of order 1, a key of -1e10 scores -inf in float32.
+SCALE = 1e30
+
+
+def _masked_start(masked, S=10, L=5, Ev=4):
+    """q, k, v whose first ``masked`` keys score -inf; k with 0 there; the bool mask (S,)."""
+    gen = torch.Generator().manual_seed(masked)
+    q = torch.rand(2, L, 1, generator=gen) + 0.5  # (B, L, 1), > 0
+    k = torch.randn(2, S, 1, generator=gen) / SCALE  # (B, S, 1): scores of order 1
+    v = torch.randn(2, S, Ev, generator=gen)
+    allowed = torch.arange(S) >= masked  # (S,)
+    k_inf = torch.where(allowed[:, None], k, torch.tensor(-1e10))  # -1e40 -> -inf
+    return q, k_inf, torch.where(allowed[:, None], k, 0.0), v, allowed
+
+
+@pytest.mark.parametrize("masked", [1, 4, 9, 10])
+@pytest.mark.parametrize(("bq", "bk"), [(2, 1), (5, 3), (1, 4), (8, 16)])
+def test_tiled_with_masked_first_key_blocks_equals_masked_sdpa(masked, bq, bk):
+    """Forward (in place and under autograd) and backward; 10 masked keys: zero output."""
+    q, k_inf, k, v, allowed = _masked_start(masked)
+    q_scores = (q * SCALE) @ k_inf.transpose(-2, -1)
+    assert bool(torch.isneginf(q_scores[..., ~allowed]).all())
+    assert bool(torch.isfinite(q_scores[..., allowed]).all())
+    mask = allowed.expand(q.shape[1], -1)  # (L, S)
+    with torch.no_grad():
+        in_place = tiled_attention(q, k_inf, v, scale=SCALE, block_size_q=bq, block_size_k=bk)
+    ins = [t.clone().requires_grad_() for t in (q, k_inf, v)]
+    out = tiled_attention(*ins, scale=SCALE, block_size_q=bq, block_size_k=bk)
+    ref_ins = [t.clone().requires_grad_() for t in (q, k, v)]
+    ref = F.scaled_dot_product_attention(*ref_ins, attn_mask=mask, scale=SCALE)
+    for ours in (in_place, out):
+        assert bool(torch.isfinite(ours).all())
+        torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-6)
+    if masked == 10:  # no key to attend to: a zero output, as PyTorch's
+        assert bool((out == 0).all()) and bool((ref == 0).all())
+    weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+    grads = torch.autograd.grad((out * weights).sum(), ins)
+    ref_grads = torch.autograd.grad((ref * weights).sum(), ref_ins)
+    for name, g, r in zip("qkv", grads, ref_grads, strict=True):
+        assert bool(torch.isfinite(g).all()), name
+        if name == "k":  # d out / d k carries the factor SCALE
+            g, r = g / SCALE, r / SCALE
+        torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5, msg=name)

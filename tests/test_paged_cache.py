@@ -52,6 +52,47 @@ def test_blocks_are_taken_as_needed_and_given_back() -> None:
     assert cache.blocks_in_use() == 4
 
 
+def test_appending_zero_positions_changes_nothing() -> None:
+    """Issue 34: zero positions to a sequence with no block raised IndexError."""
+    cache = PagedKVCache(4, 2, 1, 3)
+    cache.append(0, torch.zeros(1, 0, 3), torch.zeros(1, 0, 3))  # a new sequence
+    assert cache.tables == {} and cache.lengths == {} and cache.free == [0, 1, 2, 3]
+    k, v = torch.randn(1, 3, 3), torch.randn(1, 3, 3)
+    cache.append(0, k, v)
+    before = ({s: list(t) for s, t in cache.tables.items()}, dict(cache.lengths),
+              list(cache.free), cache.key_blocks.clone())
+    cache.append(0, k[:, :0], v[:, :0])  # a sequence that holds positions
+    after = (cache.tables, cache.lengths, cache.free, cache.key_blocks)
+    assert after[:3] == before[:3] and torch.equal(after[3], before[3])
+    assert torch.equal(cache.gather(0)[0], k) and torch.equal(cache.gather(0)[1], v)
+
+
+def test_a_refused_append_leaves_the_cache_unchanged() -> None:
+    """A new sequence the pool cannot hold is not half-added (no table without a length)."""
+    cache = PagedKVCache(2, 2, 1, 3)
+    with pytest.raises(ValueError, match="free blocks"):
+        cache.append(5, torch.ones(1, 5, 3), torch.ones(1, 5, 3))
+    assert cache.tables == {} and cache.lengths == {} and cache.free == [0, 1]
+    cache.append(5, torch.ones(1, 4, 3), torch.ones(1, 4, 3))
+    assert cache.tables == {5: [0, 1]} and cache.lengths == {5: 4}
+
+
+def test_paged_attention_masks_the_padded_slots_forward_and_backward() -> None:
+    """The slots past a short sequence's length are masked; the query's gradient too."""
+    cache, kept = _fill(torch.float64, {0: 13, 1: 1, 2: 5})
+    q = torch.randn(3, 6, 1, 8, generator=torch.Generator().manual_seed(2),
+                    dtype=torch.float64, requires_grad=True)
+    out = paged_attention(q, cache, [0, 1, 2])
+    (grad,) = torch.autograd.grad(out.square().sum(), q)
+    for i in range(3):
+        qi = q[i:i + 1].detach().requires_grad_()
+        ref = F.scaled_dot_product_attention(qi, kept[i][0][None], kept[i][1][None],
+                                             enable_gqa=True)
+        torch.testing.assert_close(out[i:i + 1], ref, atol=1e-12, rtol=0)
+        (ref_grad,) = torch.autograd.grad(ref.square().sum(), qi)
+        torch.testing.assert_close(grad[i:i + 1], ref_grad, atol=1e-12, rtol=0)
+
+
 def test_allocation_counts() -> None:
     report = allocation_waste([5, 16, 17, 1], max_len=32, block_size=8)
     assert report.used == 39

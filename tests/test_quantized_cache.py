@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -98,6 +100,47 @@ def test_eight_bit_cache_keeps_the_greedy_text_of_a_random_model() -> None:
             new = model(new, cache)[:, -1].argmax(-1, keepdim=True)
             tokens = torch.cat((tokens, new), 1)
     assert torch.equal(tokens, reference)
+
+
+def _fp8_read_back(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (float32, any shape) through an FP8 store and back."""
+    store = qc.QuantizedStore("fp8")
+    store.append(x.reshape(1, 1, -1, 1))  # (B, H_kv, t, E)
+    return store[0].reshape(x.shape)
+
+
+def test_fp8_error_bound_holds_for_normal_numbers_only() -> None:
+    """Issue 34: the bound 2^-4 is relative only from 2^-6 (e4m3's smallest normal) to 448."""
+    assert torch.finfo(torch.float8_e4m3fn).tiny == 2**-6
+    assert torch.finfo(torch.float8_e4m3fn).max == 448
+    # every multiple of 2^-12 times a power of two from 2^-6 to 448: all the midpoints
+    mantissas = 1 + torch.arange(4096, dtype=F64) / 4096
+    grid = torch.cat([mantissas * 2.0**e for e in range(-6, 9)])
+    grid = torch.cat([grid[grid <= 448], -grid[grid <= 448]]).float()
+    relative = ((_fp8_read_back(grid) - grid).abs() / grid.abs()).max().item()
+    assert relative <= 2**-4
+    assert relative == pytest.approx(1 / 17)  # 2^-4 / (1 + 2^-4), at 1.0625 * 2^e
+    # subnormal: 2^-9 apart, an absolute error of at most 2^-10, not a relative one
+    x = torch.tensor([1.5 * 2**-9])
+    assert _fp8_read_back(x).item() == 2**-8  # a third too large
+    assert (_fp8_read_back(x) - x).abs().item() / x.item() == pytest.approx(1 / 3)
+    small = torch.linspace(2**-10, 2**-6, 10001)
+    assert (_fp8_read_back(small) - small).abs().max().item() == 2**-10
+    # 2^-10 is the largest magnitude that reads back as 0: the next float32 reads 2^-9
+    tie = torch.tensor([2**-10, -(2**-10)])
+    assert bool((_fp8_read_back(tie) == 0).all())
+    above = torch.nextafter(tie, torch.tensor([1.0, -1.0]))  # away from 0
+    assert _fp8_read_back(above).tolist() == [2**-9, -(2**-9)]
+    # above 448 PyTorch's cast saturates, infinity included
+    big = torch.tensor([448.0, 449.0, 500.0, 1e4, math.inf, -500.0, -math.inf])
+    assert _fp8_read_back(big).tolist() == [448.0] * 5 + [-448.0] * 2
+    # the module's docstring states these ranges (it said "at most 2^-4" for every number)
+    doc = " ".join((qc.__doc__ or "").split())
+    for claim in (r":math:`2^{-6} \le |x| \le 448` (the normal numbers) the relative error is "
+                  r"at most :math:`2^{-4}`",
+                  r":math:`1.5 \cdot 2^{-9}` reads back as :math:`2^{-8}`",
+                  r":math:`|x| \le 2^{-10}` reads back as 0", "saturates"):
+        assert claim in doc, claim
 
 
 BAD = [

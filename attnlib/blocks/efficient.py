@@ -43,7 +43,10 @@ def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
     The pass keeps, for each row, the running maximum :math:`m` and the running sum
     :math:`\ell = \sum_j e^{s_j - m}`; when a block raises the maximum, the sum so far is rescaled
     by :math:`e^{m_{\text{old}} - m_{\text{new}}}`. A second, embarrassingly parallel step writes
-    :math:`e^{s_j - m}/\ell`. Equal to :func:`torch.softmax` up to rounding.
+    :math:`e^{s_j - m}/\ell`. Equal to :func:`torch.softmax` up to rounding. While a row's
+    scores so far are all :math:`-\infty` (a masked start), :math:`m` stays :math:`-\infty`
+    and the exponents are taken relative to 0, as in FlashAttention, never
+    :math:`e^{-\infty + \infty}`.
 
     Shape:
         scores: (..., S). Returns (..., S).
@@ -59,9 +62,12 @@ def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
     for start in range(0, scores.shape[-1], block_size):
         block = scores[..., start:start + block_size]  # (..., b)
         new_max = torch.maximum(running_max, block.amax(-1))
-        # exp(-inf - finite) = 0: the first block discards the empty sum.
-        running_sum = running_sum * torch.exp(running_max - new_max) \
-            + torch.exp(block - new_max.unsqueeze(-1)).sum(-1)
+        # While a row has seen only -inf, m' = -inf and e^(m - m') would be
+        # e^(-inf + inf) = NaN: exponents are then taken relative to 0, as in
+        # FlashAttention, so e^(-inf - 0) = 0 discards the empty sum.
+        ref = torch.where(torch.isneginf(new_max), 0.0, new_max)  # (...,)
+        running_sum = running_sum * torch.exp(running_max - ref) \
+            + torch.exp(block - ref.unsqueeze(-1)).sum(-1)
         running_max = new_max
     _check_rows_not_all_masked(running_max)
     weights = torch.exp(scores - running_max.unsqueeze(-1))  # (..., n)
@@ -178,18 +184,24 @@ def tiled_attention(
                 # in place: the matrix product does not save its output
                 s.masked_fill_(cols > rows, -math.inf)
             new_max = torch.maximum(row_max, s.amax(-1))  # (..., bq)
-            correction = torch.exp(row_max - new_max)  # (..., bq)
+            # A row with only -inf scores so far keeps m' = -inf: exponents
+            # relative to 0 then (FlashAttention's rule), not -inf + inf = NaN.
+            ref = torch.where(torch.isneginf(new_max), 0.0, new_max)
+            correction = torch.exp(row_max - ref)  # (..., bq)
             if in_place:  # s becomes p = exp(s - m'): no second tile
-                p = s.sub_(new_max.unsqueeze(-1)).exp_()  # (..., bq, bk)
+                p = s.sub_(ref.unsqueeze(-1)).exp_()  # (..., bq, bk)
                 row_sum.mul_(correction).add_(p.sum(-1))
                 acc.mul_(correction.unsqueeze(-1))
                 acc.add_(p @ value[..., k0:k1, :])  # (..., bq, Ev)
             else:  # autograd keeps each tile for the backward pass
-                p = torch.exp(s - new_max.unsqueeze(-1))  # (..., bq, bk)
+                p = torch.exp(s - ref.unsqueeze(-1))  # (..., bq, bk)
                 row_sum = row_sum * correction + p.sum(-1)
                 acc = acc * correction.unsqueeze(-1) + p @ value[..., k0:k1, :]
             row_max = new_max
             del s, p  # free this tile before the next one is computed
+        # A query whose scores are all -inf has l = 0 and a = 0: output 0, as
+        # F.scaled_dot_product_attention gives it, not 0 / 0 = NaN.
+        row_sum = torch.where(row_sum == 0, 1.0, row_sum)  # (..., bq)
         out[..., q0:q1, :] = acc / row_sum.unsqueeze(-1)
     return out
 

@@ -68,6 +68,9 @@ class PagedKVCache:
     def append(self, seq: int, key: Tensor, value: Tensor) -> None:
         """Store L new positions of sequence ``seq``, taking blocks from the pool as needed.
 
+        Appending L = 0 positions changes nothing: no block is taken, and a sequence that
+        holds no position yet is not added to the cache.
+
         Shape:
             - key, value: (H_kv, L, E)
 
@@ -85,16 +88,19 @@ class PagedKVCache:
             if x.shape[0] != H_kv or x.shape[2] != E or x.shape != key.shape:
                 raise ValueError(f"{name} must have shape (H_kv, L, E) with H_kv = {H_kv}, "
                                  f"E = {E}, and match key, got {shape_str(x.shape)}")
-        table = self.tables.setdefault(seq, [])
+        if key.shape[1] == 0:  # nothing to store: no block, no new sequence
+            return
+        table = self.tables.get(seq, [])
         start = self.lengths.get(seq, 0)
         end = start + key.shape[1]
         needed = -(-end // self.block_size) - len(table)
-        if needed > len(self.free):
+        if needed > len(self.free):  # refused before anything changes
             raise ValueError(f"the pool has {len(self.free)} free blocks, sequence {seq} needs "
                              f"{needed} more: give PagedKVCache more num_blocks")
         table += [self.free.pop(0) for _ in range(needed)]
+        self.tables[seq] = table
         positions = torch.arange(start, end)  # (L,)
-        blocks = torch.tensor(table)[positions // self.block_size]  # (L,) block of each
+        blocks = torch.tensor(table, dtype=torch.long)[positions // self.block_size]  # (L,)
         slots = positions % self.block_size  # (L,) slot in its block
         # (L, H_kv, E) written at [block, :, slot, :] for each position
         self.key_blocks[blocks, :, slots] = key.transpose(0, 1).to(self.key_blocks.dtype)

@@ -11,8 +11,13 @@ when attention reads it:
 - **bfloat16**: each number cast to 16 bits (8 exponent bits, 7 mantissa bits), as served
   models usually keep their cache; the relative error is at most :math:`2^{-8}`.
 - **FP8** (``float8_e4m3fn``: 4 exponent bits, 3 mantissa bits, largest 448): each number cast
-  to 8 bits, read back exactly as stored; the relative error is at most :math:`2^{-4}`, and
-  numbers below :math:`2^{-9}` vanish. No scale (a scale of 1, the serving engines' default).
+  to 8 bits, read back exactly as stored. For :math:`2^{-6} \le |x| \le 448` (the normal
+  numbers) the relative error is at most :math:`2^{-4}`. Below :math:`2^{-6}` the numbers are
+  subnormal, :math:`2^{-9}` apart, and only the absolute error is bounded, by :math:`2^{-10}`:
+  :math:`1.5 \cdot 2^{-9}` reads back as :math:`2^{-8}`, a third too large, and
+  :math:`|x| \le 2^{-10}` reads back as 0. Above 448 PyTorch's cast saturates: every larger
+  magnitude, infinity included, reads back as :math:`\pm 448`. No scale (a scale of 1, the
+  serving engines' default).
 
 A per-token scale depends on the token alone, so quantizing again what was read back gives the
 same codes; :class:`QuantizedLMCache` therefore lets the model write its whole cache as before
