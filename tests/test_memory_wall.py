@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -56,6 +58,38 @@ def test_prefill_formula_equals_the_models_flops() -> None:
     cost = mw.prefill_cost(shape, 9, batch=2, bytes_per_number=8)
     assert cost.flops - 2 * 4 * N * H * E * T * (T + 1) // 2 == flops - 2 * 4 * N * H * E * T * T
     assert cost.cache_bytes == cache.nbytes()
+
+
+def test_a_window_caps_the_cache_and_the_attention_a_step_reads() -> None:
+    """Review of chapter 9, finding 4: Mistral 7B v0.1's window was not passed to decode_cost,
+    which charged it the cache of all 8192 positions."""
+    mistral = mw.PUBLISHED["Mistral 7B"]
+    assert mistral.window == 4096 and "v0.1" in mistral.name
+    unwindowed = dataclasses.replace(mistral, window=None)
+    at_8k = mw.decode_cost(mistral, 8192, batch=4)
+    assert at_8k == mw.decode_cost(unwindowed, 4096, batch=4)
+    assert at_8k.cache_bytes == mw.decode_cost(unwindowed, 8192, batch=4).cache_bytes // 2
+    assert mw.prefill_cost(mistral, 100) == mw.prefill_cost(unwindowed, 100)
+    longer = mw.prefill_cost(mistral, 5000).flops - mw.prefill_cost(mistral, 4999).flops
+    assert longer == mw.decode_cost(mistral, 5000).flops  # the 5000th token sees 4096
+    # the model's rolling cache holds what the formula says
+    model = _model(window=8)
+    shape = mw.ModelShape.from_config(model.config)
+    cache = LMCache()
+    with torch.no_grad():
+        model(torch.zeros(2, 20, dtype=torch.long), cache)
+        model(torch.ones(2, 1, dtype=torch.long), cache)
+    assert shape.window == 8
+    assert mw.decode_cost(shape, 21, batch=2, bytes_per_number=8).cache_bytes == cache.nbytes()
+
+
+def test_docstring_states_the_intensity_of_the_weights() -> None:
+    """Finding 19: the module said B / b FLOPs per byte; a multiply and an add make it 2B / b."""
+    doc = " ".join((mw.__doc__ or "").split())
+    assert "about 2B / b FLOPs per byte" in doc and "about B / b" not in doc
+    shape = mw.PUBLISHED["Llama 3 8B"]
+    weights_only = mw.decode_cost(shape, 1, batch=4)
+    assert 2 * 4 / 2 == pytest.approx(weights_only.intensity, rel=0.01)
 
 
 def test_published_parameter_counts_match_the_names() -> None:

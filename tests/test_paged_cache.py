@@ -42,6 +42,13 @@ def test_paged_attention_equals_contiguous_attention(dtype: torch.dtype, tol: fl
         assert torch.equal(gathered[0], k) and torch.equal(gathered[1], v)
 
 
+def test_no_sequence_gives_an_empty_result() -> None:
+    """Review of chapter 9, finding 20: seqs=[] failed with "max() arg is an empty sequence"."""
+    cache, _ = _fill(torch.float64, {0: 5})
+    out = paged_attention(torch.zeros(0, 6, 1, 8, dtype=torch.float64), cache, [])
+    assert out.shape == (0, 6, 1, 8) and out.dtype == torch.float64
+
+
 def test_blocks_are_taken_as_needed_and_given_back() -> None:
     cache, _ = _fill(torch.float32, {0: 9, 1: 4}, block_size=4)
     assert [len(cache.tables[s]) for s in (0, 1)] == [3, 1]

@@ -20,7 +20,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlib._checks import check_choice, check_instance, check_int, positive_int_from_env
+from attnlib._checks import (
+    check_choice,
+    check_flag,
+    check_instance,
+    check_int,
+    positive_int_from_env,
+)
 
 DEFAULT_NUM_THREADS = 2
 
@@ -95,6 +101,13 @@ def _cpu(cpuinfo: str | os.PathLike[str]) -> tuple[str, bool]:
     else:
         vendor, vector = "unknown", bool(torch.cpu._is_avx2_supported())
     return os.environ.get("ATTNLIB_CPU_VENDOR") or vendor, vector
+
+
+def set_onednn(enabled: bool) -> None:
+    """Turn oneDNN (PyTorch's convolutions and some products) on or off in this process."""
+    check_flag("enabled", enabled)
+    torch.backends.mkldnn.set_flags(  # type: ignore[no-untyped-call]
+        _enabled=enabled, _fp32_precision=None)
 
 
 def mkl_branch_taken(vendor: str, requested: str) -> str:
@@ -187,7 +200,7 @@ def fix_cpu_kernels(cpuinfo: str | os.PathLike[str] = "/proc/cpuinfo") -> CodePa
     before = {name: os.environ.get(name) for name in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
     os.environ["ATEN_CPU_CAPABILITY"] = wanted
     os.environ["MKL_CBWR"] = mkl_branch_taken(vendor, BOOK_PATH[1])
-    torch.backends.mkldnn.enabled = False
+    set_onednn(False)
     kernels = torch.backends.cpu.get_cpu_capability().lower()
     mkl = _mkl_code_path()
     if (kernels, mkl) == BOOK_PATH:

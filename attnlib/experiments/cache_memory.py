@@ -119,13 +119,21 @@ PUBLISHED: dict[str, AttentionShape] = {
     "Llama 2 7B": AttentionShape("Llama 2 7B", 32, 32, 32, 128, 4096, source="touvron2023llama2"),
     "Llama 2 70B": AttentionShape("Llama 2 70B", 80, 64, 8, 128, 4096,
                                   source="touvron2023llama2"),
-    # Jiang et al. 2023 (Mistral 7B), Table 1: 32 layers, 32 heads, 8 kv heads, head_dim 128,
-    # window 4096, context 8192.
-    "Mistral 7B": AttentionShape("Mistral 7B", 32, 32, 8, 128, 8192, window=4096,
-                                 source="jiang2023mistral"),
-    # Grattafiori et al. 2024 (The Llama 3 Herd of Models), Table 3: 8B: 32 layers, 32 heads,
-    # 8 key/value heads, model dimension 4096 (E = 128); pre-trained at 8K tokens.
-    "Llama 3 8B": AttentionShape("Llama 3 8B", 32, 32, 8, 128, 8192, source="grattafiori2024llama3"),
+    # Jiang et al. 2023 (Mistral 7B, the v0.1 release), Table 1: 32 layers, 32 heads, 8 kv
+    # heads, head_dim 128, window 4096, context 8192. v0.2 and v0.3 have no window and a 32K
+    # context (rope_theta 1e6).
+    "Mistral 7B": AttentionShape("Mistral 7B v0.1", 32, 32, 8, 128, 8192, window=4096,
+                                      source="jiang2023mistral"),
+    # Llama 3 8B as released in April 2024 (Meta's announcement: a context of 8,192 tokens);
+    # its shape, Grattafiori et al. 2024, Table 3: 32 layers, 32 heads, 8 key/value heads,
+    # model dimension 4096 (E = 128).
+    "Llama 3 8B": AttentionShape("Llama 3 8B (April 2024, 8K)", 32, 32, 8,
+                                                  128, 8192, source="meta2024llama3"),
+    # Llama 3.1 8B (July 2024), the model of Grattafiori et al. 2024: the same shape,
+    # pre-trained further to a context of 128K = 131,072 tokens (Section 3.4.2; config.json:
+    # max_position_embeddings 131072).
+    "Llama 3.1 8B": AttentionShape("Llama 3.1 8B", 32, 32, 8, 128, 131072,
+                                   source="grattafiori2024llama3"),
 }
 """Attention shapes of published models, from their papers (see each entry's ``source``)."""
 

@@ -12,8 +12,10 @@ add) per weight and token. For a batch of B sequences at context t, per decoding
 with W the weights of the matrix products (every layer's projections and feed-forward, and
 the output layer), b bytes per number, and the cache term as in
 :mod:`attnlib.experiments.cache_memory` (the new token's key and value included). Their ratio,
-the **arithmetic intensity**, is about B / b FLOPs per byte for the weights: at B = 1 and 16-bit
-numbers, one FLOP per byte, far below what a processor can compute per byte it reads.
+the **arithmetic intensity**, is about 2B / b FLOPs per byte for the weights: at B = 1 and
+16-bit numbers (b = 2), one FLOP per byte, far below what a processor can compute per byte it
+reads (an H100 SXM GPU: about 989 dense bfloat16 TFLOP/s against 3.35 TB/s, some 300 FLOPs per
+byte). With a sliding window of w positions, t is replaced by min(t, w) in both terms.
 Prefilling T prompt tokens reads the weights once for all T: its intensity grows with T.
 The attention term reads each sequence's cache for that sequence alone; its intensity,
 :math:`2 (H / H_{kv}) / b`, does not grow with the batch, only with the group size of
@@ -59,10 +61,12 @@ class ModelShape:
         gated_ffn: three feed-forward matrices (SwiGLU) instead of two.
         tied: the output layer is the token embedding.
         source: the bibliography key of the sizes.
+        window: the sliding window w (each query attends to, and the cache keeps, the last w
+            positions), or None.
 
     Raises:
         TypeError: a size that is not an int, a flag that is not a bool, or a name or source
-            that is not a str. ValueError: a size < 1, or H_kv not dividing H.
+            that is not a str. ValueError: a size (or the window) < 1, or H_kv not dividing H.
     """
 
     name: str
@@ -76,6 +80,7 @@ class ModelShape:
     gated_ffn: bool = True
     tied: bool = False
     source: str = ""
+    window: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("name", "source"):
@@ -85,13 +90,15 @@ class ModelShape:
             check_int(name, getattr(self, name), minimum=1)
         check_flag("gated_ffn", self.gated_ffn)
         check_flag("tied", self.tied)
+        if self.window is not None:
+            check_int("window", self.window, minimum=1)
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_kv_heads must divide num_heads, got {self.num_kv_heads} and "
                              f"{self.num_heads}")
 
     @classmethod
     def from_config(cls, config: DecoderLMConfig, name: str = "this chapter's model") -> ModelShape:
-        """The shape of a :class:`~attnlib.models.decoder_lm.DecoderLM` (GELU, tied).
+        """The shape of a :class:`~attnlib.models.decoder_lm.DecoderLM` (GELU, tied, its window).
 
         Raises:
             TypeError: if ``config`` is not a DecoderLMConfig or ``name`` not a str.
@@ -99,7 +106,7 @@ class ModelShape:
         check_instance("config", config, DecoderLMConfig, "a DecoderLMConfig")
         return cls(name, config.num_layers, config.d_model, config.num_heads,
                    config.num_kv_heads, config.head_dim, config.d_ff, config.vocab_size,
-                   gated_ffn=False, tied=True)
+                   gated_ffn=False, tied=True, window=config.window)
 
     def matmul_weights(self) -> int:
         """W: the entries of every matrix a token is multiplied by (biases, norms left out)."""
@@ -135,7 +142,8 @@ def decode_cost(shape: ModelShape, context: int, batch: int = 1,
     r"""One decoding step of ``batch`` sequences, each attending to ``context`` positions.
 
     FLOPs :math:`B (2 W + 4 N H E t)`; bytes: the W weights once, and each sequence's cache
-    of t positions (:func:`~attnlib.experiments.cache_memory.kv_cache_bytes`).
+    of t positions (:func:`~attnlib.experiments.cache_memory.kv_cache_bytes`). With the
+    shape's ``window`` w, t is :math:`\min(t, w)` in both.
 
     Raises:
         TypeError: if ``shape`` is not a ModelShape. ValueError: if ``context`` or ``batch``
@@ -144,11 +152,13 @@ def decode_cost(shape: ModelShape, context: int, batch: int = 1,
     check_instance("shape", shape, ModelShape, "a ModelShape")
     t = check_int("context", context, minimum=1)
     B = check_int("batch", batch, minimum=1)
+    # the positions attended: all t, or the window's last w
+    seen = t if shape.window is None else min(t, shape.window)
     # q.k and p.v: two products of t numbers per head dimension, 2 FLOPs each
-    attention = 4 * shape.num_layers * shape.num_heads * shape.head_dim * t
+    attention = 4 * shape.num_layers * shape.num_heads * shape.head_dim * seen
     flops = B * (2 * shape.matmul_weights() + attention)
     cache = kv_cache_bytes(shape.num_layers, shape.num_kv_heads, shape.head_dim,
-                           t, B, bytes_per_number)
+                           t, B, bytes_per_number, shape.window)
     return StepCost(flops, shape.matmul_weights() * bytes_per_number, cache)
 
 
@@ -156,8 +166,9 @@ def prefill_cost(shape: ModelShape, tokens: int, batch: int = 1,
                  bytes_per_number: int = 2) -> StepCost:
     r"""Reading a prompt of T ``tokens`` in one pass: the weights read once for all T.
 
-    FLOPs :math:`B (2 W T + 4 N H E \cdot T (T + 1) / 2)` (token i attends to i positions);
-    bytes: the weights, and the cache the pass writes.
+    FLOPs :math:`B (2 W T + 4 N H E \cdot T (T + 1) / 2)` (token i attends to i positions;
+    with the shape's ``window`` w, to :math:`\min(i, w)`); bytes: the weights, and the cache
+    the pass writes (with a window, its last w positions).
 
     Raises:
         TypeError: if ``shape`` is not a ModelShape. ValueError: if ``tokens`` or ``batch``
@@ -166,18 +177,22 @@ def prefill_cost(shape: ModelShape, tokens: int, batch: int = 1,
     check_instance("shape", shape, ModelShape, "a ModelShape")
     T = check_int("tokens", tokens, minimum=1)
     B = check_int("batch", batch, minimum=1)
-    attention = 4 * shape.num_layers * shape.num_heads * shape.head_dim * T * (T + 1) // 2
+    w = T if shape.window is None else min(T, shape.window)
+    # token i attends to min(i, w) positions: w (w + 1) / 2 for i <= w, then w each
+    attended = w * (w + 1) // 2 + (T - w) * w
+    attention = 4 * shape.num_layers * shape.num_heads * shape.head_dim * attended
     flops = B * (2 * shape.matmul_weights() * T + attention)
     cache = kv_cache_bytes(shape.num_layers, shape.num_kv_heads, shape.head_dim, T, B,
-                           bytes_per_number)
+                           bytes_per_number, shape.window)
     return StepCost(flops, shape.matmul_weights() * bytes_per_number, cache)
 
 
 PUBLISHED: dict[str, ModelShape] = {
-    # Jiang et al. 2023, Table 1: dim 4096, n_layers 32, head_dim 128, hidden_dim 14336,
-    # n_heads 32, n_kv_heads 8, vocab_size 32000 (SwiGLU feed-forward, as in Llama).
-    "Mistral 7B": ModelShape("Mistral 7B", 32, 4096, 32, 8, 128, 14336, 32000,
-                             source="jiang2023mistral"),
+    # Jiang et al. 2023, Table 1 (Mistral 7B v0.1): dim 4096, n_layers 32, head_dim 128,
+    # hidden_dim 14336, n_heads 32, n_kv_heads 8, window_size 4096, vocab_size 32000 (SwiGLU
+    # feed-forward, as in Llama). v0.2 and v0.3 drop the window (and have a 32K context).
+    "Mistral 7B": ModelShape("Mistral 7B v0.1", 32, 4096, 32, 8, 128, 14336, 32000,
+                                  source="jiang2023mistral", window=4096),
     # Grattafiori et al. 2024, Table 3: layers 32 / 80 / 126, model dimension 4,096 / 8,192 /
     # 16,384, FFN dimension 14,336 / 28,672 / 53,248, attention heads 32 / 64 / 128,
     # key/value heads 8, vocabulary size 128,000, SwiGLU.

@@ -153,6 +153,7 @@ def paged_attention(query: Tensor, cache: PagedKVCache,
 
     Shape:
         - query: (B, H, 1, E), row b for sequence ``seqs[b]``; output: (B, H, 1, E)
+          (B = 0 with ``seqs`` empty: an empty output)
 
     Raises:
         ValueError: if ``query`` is not (B, H, 1, E) with one row per sequence, is on another
@@ -161,6 +162,9 @@ def paged_attention(query: Tensor, cache: PagedKVCache,
             ``seqs`` not a sequence of ints.
     """
     _check_paged_args(query, cache, seqs)
+    if not seqs:  # no sequence: an empty batch, (0, H, 1, Ev)
+        Ev = cache.value_blocks.shape[-1]
+        return query.new_zeros((0, query.shape[1], 1, Ev))
     width = max(len(cache.tables[s]) for s in seqs)
     # (B, width) block ids, padded with block 0 (its slots are masked below)
     table = torch.tensor([cache.tables[s] + [0] * (width - len(cache.tables[s]))

@@ -19,9 +19,23 @@ when attention reads it:
   magnitude, infinity included, reads back as :math:`\pm 448`. No scale (a scale of 1, the
   serving engines' default).
 
-A per-token scale depends on the token alone, so quantizing again what was read back gives the
-same codes; :class:`QuantizedLMCache` therefore lets the model write its whole cache as before
-(:class:`~attnlib.models.decoder_lm.DecoderLM` is unchanged) and keeps only the codes.
+The model writes its cache by joining the past it read with the new positions
+(``cache.keys[n] = torch.cat((past, new))``). :class:`QuantizedStore` recognises the past in
+what is written and encodes only the new positions, so that every position is quantized once,
+when it enters the cache: quantizing again what was read back would give the same codes in
+float64, float32 or float16, but not in bfloat16, whose read-back is rounded to 8 bits and
+then re-encoded into other codes, step after step. :class:`QuantizedLMCache` therefore lets
+:class:`~attnlib.models.decoder_lm.DecoderLM` write its cache as before and keeps only the
+codes.
+
+What is saved is storage. Attention here reads a full dequantized copy of the cache, so a
+step reads as many bytes as without quantization; saving the bytes a step reads needs a kernel
+that dequantizes as it reads (as serving engines' attention kernels do).
+
+Scales are computed in float32 (float64 for float64 input), whatever the model's dtype, and
+never below float32's smallest normal number. Non-finite input is refused with a
+``ValueError``: an infinity would make a per-token scale infinite (and the vector NaN), and FP8
+would read it back as 448.
 """
 
 from __future__ import annotations
@@ -61,20 +75,28 @@ def quantize_per_token(x: Tensor, bits: int = 8) -> tuple[Tensor, Tensor]:
 
     :math:`s = \max_e |x_e| / q_{max}`, :math:`c = \mathrm{round}(x / s)`,
     :math:`q_{max} = 2^{b-1} - 1` (127 for 8 bits, 7 for 4); an all-zero vector gets s = 1.
+    s is computed in float32 (float64 for float64 input), so a float16 or bfloat16 vector of
+    tiny numbers does not get a scale that underflows to 0, and is floored at float32's
+    smallest normal number (below :math:`q_{max} \cdot 1.2 \cdot 10^{-38}` the error may
+    then exceed s / 2).
 
     Shape:
         - x: (..., E), floating; output: codes (..., E) int8, scales (..., 1) float32
 
     Raises:
         TypeError: if ``x`` is not a floating tensor.
-        ValueError: if ``bits`` is not 4 or 8, or ``x``'s last size E is 0.
+        ValueError: if ``bits`` is not 4 or 8, ``x``'s last size E is 0, or ``x`` holds an
+            infinity or NaN.
     """
     _check_quantize_args(x, bits)
     q_max = 2 ** (bits - 1) - 1
-    largest = x.abs().amax(dim=-1, keepdim=True)  # (..., 1)
+    work = torch.promote_types(x.dtype, torch.float32)  # float32, or float64
+    xw = x.to(work)
+    largest = xw.abs().amax(dim=-1, keepdim=True)  # (..., 1)
     scale = torch.where(largest > 0, largest / q_max, torch.ones_like(largest))
-    scale = scale.float()  # stored in float32: 4 bytes per vector
-    codes = torch.round(x / scale.to(x.dtype)).clamp(-q_max, q_max)  # (..., E)
+    # stored in float32, 4 bytes per vector; floored, never 0
+    scale = scale.float().clamp_min(torch.finfo(torch.float32).tiny)
+    codes = torch.round(xw / scale.to(work)).clamp(-q_max, q_max)  # (..., E)
     return codes.to(torch.int8), scale
 
 
@@ -86,10 +108,19 @@ def _check_quantize_args(x: object, bits: object) -> None:
     if t.ndim == 0 or t.shape[-1] == 0:
         raise ValueError(f"x must have shape (..., E) with E >= 1 numbers per vector, got "
                          f"shape {shape_str(t.shape)}")
+    _check_finite("x", t)
+
+
+def _check_finite(name: str, t: Tensor) -> None:
+    """A quantized cache holds finite numbers: refuse an infinity or NaN."""
+    if t.device.type != "meta" and not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} must be finite to be quantized, got "
+                         f"{int((~torch.isfinite(t)).sum())} infinite or NaN numbers in a "
+                         f"tensor of shape {shape_str(t.shape)}")
 
 
 def dequantize_per_token(codes: Tensor, scale: Tensor, dtype: torch.dtype) -> Tensor:
-    """:math:`\\hat x = c\\, s` in ``dtype``.
+    """:math:`\\hat x = c\\, s`, computed in float32 (float64 for float64) and given in ``dtype``.
 
     Shape:
         - codes: (..., E) integer; scale: (..., 1); output: (..., E)
@@ -113,7 +144,8 @@ def dequantize_per_token(codes: Tensor, scale: Tensor, dtype: torch.dtype) -> Te
         raise ValueError(f"scale must have shape (..., 1) = {shape_str((*codes.shape[:-1], 1))} "
                          f"for codes of shape {shape_str(codes.shape)}, got "
                          f"{shape_str(scale.shape)}")
-    return codes.to(dtype) * scale.to(dtype)
+    work = torch.promote_types(dtype, torch.float32)  # one rounding, to dtype, at the end
+    return (codes.to(work) * scale.to(work)).to(dtype)
 
 
 def _pack_int4(codes: Tensor) -> Tensor:
@@ -143,8 +175,9 @@ class _Stored:
 class QuantizedStore:
     """The list of per-layer tensors a model reads and writes, kept in ``format``.
 
-    Writing ``store[n] = x`` (or ``store.append(x)``) quantizes x; reading ``store[n]`` gives
-    the dequantized tensor in the dtype written. This is all
+    Writing ``store.append(x)`` quantizes x; writing ``store[n] = x`` quantizes only the
+    positions of x that follow what layer n stores, read back (each position is quantized once,
+    when it enters); reading ``store[n]`` gives the dequantized tensor in the dtype written. This is all
     :class:`~attnlib.models.decoder_lm.DecoderLM` does with ``cache.keys`` and
     ``cache.values``.
 
@@ -161,6 +194,7 @@ class QuantizedStore:
     def _encode(self, x: Tensor) -> _Stored:
         x = check_tensor("x", x)
         check_floating("x", x)
+        _check_finite("x", x)
         self._dtype = x.dtype
         if self.format in ("bf16", "fp8"):
             kind = torch.bfloat16 if self.format == "bf16" else torch.float8_e4m3fn
@@ -186,7 +220,41 @@ class QuantizedStore:
         return self._decode(self._layers[n])
 
     def __setitem__(self, n: int, x: Tensor) -> None:
-        self._layers[n] = self._encode(x)
+        self._layers[n] = self._update(self._layers[n], x)
+
+    def _update(self, stored: _Stored, x: Tensor) -> _Stored:
+        """Encode only the positions of ``x`` that are not the stored ones read back.
+
+        The model writes ``cat(past, new)``, with a window only its last w positions: if x
+        begins with the stored positions d, d + 1, ... as read back, those keep their codes
+        and only the rest is encoded; anything else is encoded whole.
+        """
+        x = check_tensor("x", x)
+        check_floating("x", x)
+        old = self._decode(stored)  # (B, H_kv, t, E)
+        t = old.shape[2]
+        if (x.dtype != old.dtype or x.ndim != 4 or t == 0 or x.device != old.device
+                or x.shape[:2] != old.shape[:2] or x.shape[3] != old.shape[3]):
+            return self._encode(x)
+        # positions d of the past that equal x's first position: (t,)
+        starts = (old == x[:, :, :1]).flatten(3).all(-1).all(1).all(0)
+        for d in starts.nonzero().flatten().tolist():
+            kept = t - d  # the past's last positions, at the start of x
+            if kept <= x.shape[2] and torch.equal(old[:, :, d:], x[:, :, :kept]):
+                return self._join(stored, d, x[:, :, kept:])
+        return self._encode(x)
+
+    def _join(self, stored: _Stored, d: int, new: Tensor) -> _Stored:
+        """The stored positions from d on, followed by ``new`` encoded."""
+        codes = stored.codes[:, :, d:]
+        scale = None if stored.scale is None else stored.scale[:, :, d:]
+        if new.shape[2] == 0:
+            return _Stored(codes, scale)
+        added = self._encode(new)
+        codes = torch.cat((codes, added.codes), dim=2)
+        if scale is not None and added.scale is not None:
+            scale = torch.cat((scale, added.scale), dim=2)
+        return _Stored(codes, scale)
 
     def __iter__(self) -> Iterator[Tensor]:
         return (self._decode(s) for s in self._layers)

@@ -34,6 +34,7 @@ from torch import nn
 
 from attnlib._checks import check_instance, check_int, positive_int_from_env
 from attnlib.book.progress import progress
+from attnlib.book.repro import set_onednn
 from attnlib.data import TokenPair, Vocab
 from attnlib.models.seq2seq import Seq2Seq, Seq2SeqConfig
 from attnlib.models.seq2seq import greedy_decode as seq2seq_greedy_decode
@@ -136,7 +137,7 @@ def _init_worker(shared: _Shared) -> None:
     _SHARED = shared
     os.environ["ATTNLIB_PROGRESS"] = "0"  # no bars from workers; the caller shows one
     torch.set_num_threads(shared.threads)
-    torch.backends.mkldnn.enabled = shared.onednn
+    set_onednn(shared.onednn)
 
 
 def _train_one(run: Run) -> tuple[dict[str, torch.Tensor], History, list[Translation]]:
@@ -225,7 +226,7 @@ def train_runs(
                         f"{type(sources).__name__}")
     shared = _Shared(tuple(_Tokens(tuple(p.src), tuple(p.tgt)) for p in pairs), src_vocab,
                      tgt_vocab, tuple(tuple(s) for s in sources), torch.get_num_threads(),
-                     torch.backends.mkldnn.enabled)
+                     bool(torch.backends.mkldnn.enabled))
     outputs: dict[int, tuple[dict[str, torch.Tensor], History, list[Translation]]] = {}
     workers = min(workers, len(runs))
     if workers == 1:

@@ -25,6 +25,11 @@ exactly as the model's own sample. A proposal is kept with probability
 :math:`\beta = \sum_x \min(p(x), q(x))`; if every position had the same :math:`\alpha = E[\beta]`
 and the acceptances were independent, a pass would write on average
 :math:`(1 - \alpha^{k+1}) / (1 - \alpha)` tokens (:func:`expected_tokens_per_pass`).
+
+The model's check here is a forward pass without a cache over the whole sequence,
+``model(seen)``: simple, and the same choices. A real implementation checks through the
+key/value cache, one pass over the k + 1 new positions, and after a refusal truncates the
+cache back to the last token kept, dropping the keys and values of the refused proposals.
 """
 
 from __future__ import annotations
@@ -76,7 +81,11 @@ class SpeculativeResult:
 
     @property
     def acceptance_rate(self) -> float:
-        """Accepted draft tokens / proposed draft tokens."""
+        """Accepted draft tokens / proposed draft tokens.
+
+        ``proposed`` counts every token the draft wrote, also those dropped without a check
+        after an earlier refusal in the same round, so this is below the chance that a checked
+        proposal is kept."""
         return self.accepted / self.proposed if self.proposed else 0.0
 
 
