@@ -25,6 +25,12 @@ def shape_str(shape: Sequence[int | str] | torch.Size) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ")"
 
 
+def _got(value: object) -> str:
+    """What a message says it got: a tensor's dtype and shape, else the type's name."""
+    return (f"a {value.dtype} tensor of shape {shape_str(value.shape)}"
+            if isinstance(value, Tensor) else type(value).__name__)
+
+
 def check_tensor(name: str, value: object) -> Tensor:
     """Raise TypeError unless ``value`` is a tensor."""
     if not isinstance(value, Tensor):
@@ -43,11 +49,12 @@ def check_floating(name: str, value: object) -> Tensor:
 def check_device(name: str, value: Tensor, device: torch.device, other: str) -> None:
     """Raise ValueError unless ``value`` is on ``device``, where ``other`` lives."""
     value = check_tensor(name, value)
+    checked = check_device_arg("device", device, optional=False)
     if not isinstance(other, str):
         raise TypeError(f"other must name what lives on the device (a str), got "
                         f"{type(other).__name__}")
-    if value.device != device:
-        raise ValueError(f"{name} is on device {value.device}, but {other} is on {device}: "
+    if value.device != checked:
+        raise ValueError(f"{name} is on device {value.device}, but {other} is on {checked}: "
                          f"move them to one device")
 
 
@@ -87,22 +94,20 @@ def check_ndim(name: str, value: Tensor, ndims: int | Sequence[int], expected: s
     if not isinstance(expected, str):
         raise TypeError(f"expected must be a str, got {type(expected).__name__}")
     if value.ndim not in allowed:
-        raise ValueError(
-            f"{name} must have {' or '.join(str(n) for n in allowed)} dimensions "
-            f"{expected}, got shape {shape_str(value.shape)}"
-        )
+        raise ValueError(f"{name} must have {' or '.join(str(n) for n in allowed)} dimensions "
+                         f"{expected}, got shape {shape_str(value.shape)}")
 
 
 def check_positive(name: str, value: object) -> None:
-    """Raise unless every element of ``value`` is finite and > 0.
+    """Raise unless ``value`` is one finite number > 0: a Python number or a 0-d tensor.
 
     A Python number is checked as PyTorch's default dtype (float32) holds it: a number that
     rounds to 0 or overflows to infinity there is refused too, and the message shows both the
-    number as given and what it became.
+    number as given and what it became. Several values (a tensor of shape (2,)) are refused.
 
     Raises:
         TypeError: if ``value`` is a bool, or neither a number nor a tensor of numbers.
-        ValueError: if an element is not finite or not > 0.
+        ValueError: if ``value`` has more than 0 dimensions, is not finite or not > 0.
     """
     if isinstance(value, bool):
         raise TypeError(f"{name} must be a number, got bool")
@@ -120,9 +125,12 @@ def check_positive(name: str, value: object) -> None:
                             f"got {type(value).__name__}") from None
         if t.dtype == torch.bool or t.is_complex():
             raise TypeError(f"{name} must hold real numbers, got dtype {t.dtype}")
+        if t.ndim != 0:
+            raise ValueError(f"{name} must be one number (a Python number or a 0-d tensor), "
+                             f"got {type(value).__name__} of shape {shape_str(t.shape)}")
     if bool(torch.all(torch.isfinite(t))) and bool(torch.all(t > 0)):
         return
-    shown: object = float(t) if t.numel() == 1 else t.tolist()
+    shown: object = float(t)
     if isinstance(value, int | float):
         if math.isfinite(number) and number > 0:
             raise ValueError(f"{name} must be finite and > 0 in {t.dtype}, got {value!r}, "
@@ -155,21 +163,23 @@ def check_choice(name: str, value: str, choices: Sequence[str]) -> None:
 
 def check_int(name: str, value: object, minimum: int | None = None,
               maximum: int | None = None) -> int:
-    """Raise unless ``value`` is a Python int (bool refused) in [``minimum``, ``maximum``].
+    """Raise unless ``value`` is a Python int (bool refused) in [``minimum``, ``maximum``], int64.
 
     Raises:
         TypeError: if ``value`` is not an int.
-        ValueError: if ``value`` < ``minimum`` or > ``maximum``.
+        ValueError: if ``value`` < ``minimum`` or > ``maximum``, or outside int64.
     """
     for bound, bound_name in ((minimum, "minimum"), (maximum, "maximum")):
-        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
-            raise TypeError(f"{bound_name} must be an int or None, got {type(bound).__name__}")
+        if bound is not None:  # an int within int64
+            check_int(bound_name, bound)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise TypeError(f"{name} must be an int, got {_got(value)}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"{name} must fit in int64 (-2**63 to 2**63 - 1), got {value}")
     return value
 
 
@@ -191,7 +201,7 @@ def check_real(name: str, value: object, minimum: float | None = None) -> float:
                                 or not math.isfinite(minimum)):
         raise TypeError(f"minimum must be a finite number or None, got {minimum!r}")
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        raise TypeError(f"{name} must be a number, got {_got(value)}")
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     if minimum is not None and value < minimum:
@@ -199,11 +209,57 @@ def check_real(name: str, value: object, minimum: float | None = None) -> float:
     return float(value)
 
 
-def check_float_dtype(name: str, dtype: object) -> torch.dtype:
-    """Raise TypeError unless ``dtype`` is a floating-point torch.dtype."""
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"{name} must be a floating-point torch.dtype, got {dtype!r}")
-    return dtype
+def check_float_dtype(name: str, dtype: object, optional: bool = False) -> torch.dtype | None:
+    """Raise TypeError unless ``dtype`` is a floating-point torch.dtype, or None if
+    ``optional`` (a module's parameters: an integer or bool dtype fails inside PyTorch)."""
+    check_flag("optional", optional)
+    if (dtype is None and optional) or (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        return dtype
+    raise TypeError(f"{name} must be a floating-point torch.dtype{' or None' if optional else ''} "
+                    f"(e.g. torch.float32), got {dtype!r}")
+
+
+def check_device_arg(name: str, value: object, optional: bool = True) -> torch.device | None:
+    """The device ``value`` names (a ``torch.device``, a string such as ``"cpu"`` or
+    ``"cuda:0"``, or an accelerator index), checked to be cpu, meta or one of this machine's
+    accelerator; None stays None if ``optional``. Raises TypeError for another type, ValueError
+    for a string that names no device (``"gpu0"``) or a device this machine does not have."""
+    check_flag("optional", optional)
+    if (value is None and optional) or (isinstance(value, torch.device)
+                                        and value.type in ("cpu", "meta")):
+        return value
+    available = torch.accelerator.is_available()
+    accelerator = torch.accelerator.current_accelerator() if available else None
+    has = f"the accelerator {accelerator.type!r}" if accelerator else "no accelerator"
+    if isinstance(value, str):
+        try:
+            value = torch.device(value)
+        except (RuntimeError, ValueError):
+            raise ValueError(f"{name} must name a device, such as 'cpu', 'cuda:0' or 'meta', got "
+                             f"{value!r}") from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if value < 0 or accelerator is None:
+            raise ValueError(f"{name} = {value} is an index on an accelerator, but this machine "
+                             f"has {has}; expected an index >= 0 or a device such as 'cpu'")
+        value = torch.device(accelerator.type, value)
+    elif not isinstance(value, torch.device):
+        raise TypeError(f"{name} must be a torch.device, a device string such as 'cpu' or an "
+                        f"accelerator index{' or None' if optional else ''}, got {_got(value)}")
+    count = torch.accelerator.device_count() if accelerator else 0
+    if value.type not in ("cpu", "meta") and (accelerator is None or value.type != accelerator.type
+                                              or (value.index or 0) >= count):
+        raise ValueError(f"{name} is {str(value)!r}, a device this machine does not have (it has "
+                         f"{has}{f' with {count} device(s)' if accelerator else ''})")
+    return value
+
+
+def check_not_meta(name: str, value: Tensor, what: str) -> None:
+    """Raise ValueError if ``value`` is on the meta device, where ``what`` cannot be checked."""
+    value = check_tensor(name, value)
+    check_instance("what", what, str, "a description of the values to check (a str)")
+    if value.device.type == "meta":
+        raise ValueError(f"{name} is on the meta device, which holds no values, but {what} "
+                         f"must be checked: give {name} on 'cpu' or an accelerator")
 
 
 def check_instance(name: str, value: object, cls: type | tuple[type, ...], what: str) -> None:
@@ -264,7 +320,7 @@ def positive_int_from_env(name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         value = 0
-    if value < 1:
+    if not 1 <= value < 2**63:  # an int that fits in int64
         raise ValueError(f"{name} must be a positive integer, got {raw!r}")
     return value
 
@@ -277,7 +333,7 @@ def check_probability(name: str, value: object) -> float:
         ValueError: if ``value`` is not in [0, 1).
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a float, got {type(value).__name__}")
+        raise TypeError(f"{name} must be a float, got {_got(value)}")
     if not 0.0 <= value < 1.0:  # NaN fails too
         raise ValueError(f"{name} must be in [0, 1), got {value}")
     return float(value)
@@ -290,10 +346,8 @@ def check_sequence(name: str, x: object, d_model: int, like: Tensor | None = Non
     t = check_floating(name, x) if like is None else check_input(name, x, like)
     check_ndim(name, t, 3, "(B, L, D)")
     if t.shape[-1] != d_model:
-        raise ValueError(
-            f"{name} must have shape (B, L, D) with D = d_model = {d_model}, "
-            f"got shape {shape_str(t.shape)}"
-        )
+        raise ValueError(f"{name} must have shape (B, L, D) with D = d_model = {d_model}, "
+                         f"got shape {shape_str(t.shape)}")
     return t
 
 
@@ -302,6 +356,7 @@ def check_token_ids(name: str, tokens: object, num_symbols: int, ndim: int = 2,
     """Raise unless ``tokens`` is an integer tensor of ``ndim`` dimensions (``expected``) of ids
     in [0, ``num_symbols``), on ``device`` if given (a model's)."""
     check_int("num_symbols", num_symbols, minimum=1)
+    check_int("ndim", ndim, minimum=0)
     t = check_tensor(name, tokens)
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         raise TypeError(f"{name} must have an integer dtype, got {t.dtype}")
@@ -364,19 +419,16 @@ def check_mask(
         ValueError: if ``mask`` does not broadcast to ``target_shape``.
     """
     mask = check_tensor(name, mask)
+    check_float_dtype("dtype", dtype, optional=True)
     if bool_only and mask.dtype != torch.bool:
         raise TypeError(f"{name} must be a bool tensor (True = may attend), got dtype "
                         f"{mask.dtype}")
     if mask.dtype != torch.bool and not mask.is_floating_point():
-        raise TypeError(
-            f"{name} must be a bool tensor (True = may attend) or a floating-point tensor "
-            f"added to the scores, got dtype {mask.dtype}"
-        )
+        raise TypeError(f"{name} must be a bool tensor (True = may attend) or a floating-point "
+                        f"tensor added to the scores, got dtype {mask.dtype}")
     if mask.is_floating_point() and dtype is not None and mask.dtype != dtype:
-        raise TypeError(
-            f"{name} is a float mask of dtype {mask.dtype}, but the scores have dtype {dtype}; "
-            f"a float mask must have the scores' dtype"
-        )
+        raise TypeError(f"{name} is a float mask of dtype {mask.dtype}, but the scores have dtype "
+                        f"{dtype}; a float mask must have the scores' dtype")
     if device is not None:
         check_device(name, mask, device, "the scores")
     if (not isinstance(target_shape, Sequence | torch.Size)
@@ -395,10 +447,8 @@ def check_mask(
         broadcast = None
     if broadcast != target:
         letters = f"{expected} " if expected else ""
-        raise ValueError(
-            f"{name} of shape {shape_str(mask.shape)} does not broadcast to the scores' shape "
-            f"{letters}{shape_str(target)}"
-        )
+        raise ValueError(f"{name} of shape {shape_str(mask.shape)} does not broadcast to the "
+                         f"scores' shape {letters}{shape_str(target)}")
     return mask
 
 

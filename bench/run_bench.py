@@ -9,7 +9,12 @@ PyTorch, MultiHeadAttention within 1.1x, a Transformer training step within 1.1x
 ``nn.Transformer``; grouped-query attention within 1.1x of ``F.scaled_dot_product_attention(...,
 enable_gqa=True)`` (2.5x causal), sliding-window attention in blocks at most 0.5x of the fused
 kernel given the band mask (n = 4096, w = 128). A missed target is printed as such; the run
-still completes.
+still completes. It fails only when a correctness check fails (the cached and uncached decoders
+must produce the same tokens).
+
+``--quick`` (``make bench-quick``, a step of ``make test``) runs every case once, without
+warm-up, at small sizes, in a few seconds: it checks that the benchmark still runs, not the
+targets, whose verdicts it leaves out.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -43,6 +48,7 @@ class Result:
     b_ms: float
     target: float | None
     note: str = ""
+    check: bool | None = None  # a correctness check of the case: False fails the run
 
     @property
     def ratio(self) -> float:
@@ -53,6 +59,28 @@ class Result:
         if self.target is None:
             return ""
         return "ok" if self.ratio <= self.target else "MISSED"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes of every case, and how often it is timed."""
+
+    reps: int = 40  # timed repetitions (some cases use a fraction of it, at least 3)
+    warmup: int = 3
+    min_reps: int = 3  # the fewest repetitions of the slow cases
+    sdpa: tuple[int, int, int, int] = (8, 8, 256, 64)  # B, H, L, E
+    mha: tuple[int, int, int, int] = (256, 8, 16, 128)  # D, H, B, L
+    tiled: int = 4096  # L = S
+    transformer: tuple[int, int, int, int, int] = (256, 8, 3, 1024, 32)  # d, heads, layers, d_ff, B
+    decoder: tuple[int, int, int] = (256, 3, 1024)  # d, layers, d_ff of the decoding case
+    decode_tokens: int = 64
+    gqa: tuple[int, int] = (8, 256)  # B, L
+    window: tuple[int, int] = (4096, 128)  # n, w
+
+
+#: ``--quick``: every case once, without warm-up, at sizes that take milliseconds.
+QUICK = Sizes(reps=1, warmup=0, min_reps=1, sdpa=(2, 2, 32, 16), mha=(32, 4, 2, 16), tiled=256,
+              transformer=(32, 4, 1, 64, 4), decoder=(32, 1, 64), decode_tokens=8, gqa=(2, 32), window=(256, 32))
 
 
 def compare(a: Callable[[], object], b: Callable[[], object], reps: int, warmup: int = 3) -> tuple[float, float]:
@@ -72,44 +100,52 @@ def compare(a: Callable[[], object], b: Callable[[], object], reps: int, warmup:
     return statistics.median(ta) * 1e3, statistics.median(tb) * 1e3
 
 
-def bench_sdpa(reps: int) -> list[Result]:
+def bench_sdpa(z: Sizes) -> list[Result]:
     gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(8, 8, 256, 64, generator=gen) for _ in range(3))
-    mask = torch.rand(8, 1, 256, 256, generator=gen) > 0.1
+    B, H, L, E = z.sdpa
+    shape = "x".join(map(str, z.sdpa))
+    q, k, v = (torch.randn(B, H, L, E, generator=gen) for _ in range(3))
+    mask = torch.rand(B, 1, L, L, generator=gen) > 0.1
+    reps, warmup = z.reps, z.warmup
     out: list[Result] = []
     with torch.no_grad():
         a, b = compare(lambda: attnlib.scaled_dot_product_attention(q, k, v, attn_mask=mask),
-                       lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), reps)
-        out.append(Result("SDPA fused path, bool mask (8x8x256x64)", "attnlib", "F.sdpa", a, b, 1.05))
+                       lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), reps,
+                       warmup)
+        out.append(Result(f"SDPA fused path, bool mask ({shape})", "attnlib", "F.sdpa", a, b, 1.05))
         a, b = compare(lambda: attnlib.scaled_dot_product_attention(q, k, v, is_causal=True),
-                       lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), reps)
-        out.append(Result("SDPA fused path, causal (8x8x256x64)", "attnlib", "F.sdpa", a, b, 1.05))
+                       lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), reps,
+                       warmup)
+        out.append(Result(f"SDPA fused path, causal ({shape})", "attnlib", "F.sdpa", a, b, 1.05))
         a, b = compare(
             lambda: attnlib.scaled_dot_product_attention(q, k, v, attn_mask=mask, need_weights=True),
-            lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), reps)
+            lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), reps, warmup)
         out.append(Result("SDPA returning weights, bool mask", "attnlib", "F.sdpa", a, b, None,
                           "explicit softmax(QK^T)V: materialises the weights"))
     return out
 
 
-def bench_mha(reps: int) -> list[Result]:
+def bench_mha(z: Sizes) -> list[Result]:
     torch.manual_seed(0)
-    D, H, B, L = 256, 8, 16, 128
+    D, H, B, L = z.mha
+    reps, warmup = z.reps, z.warmup
     ref = nn.MultiheadAttention(D, H, batch_first=True)
     ours = MultiHeadAttention.from_torch(ref)
     x = torch.randn(B, L, D)
     keep = torch.ones(B, L, dtype=torch.bool)
-    keep[:, 100:] = False
+    keep[:, L * 25 // 32:] = False  # 100 of 128 real keys
     out: list[Result] = []
     ref.eval()
     ours.eval()
     with torch.no_grad():
-        a, b = compare(lambda: ours(x, x, x), lambda: ref(x, x, x, need_weights=False), reps)
-        out.append(Result("MultiHeadAttention forward (16x128x256, 8 heads)", "attnlib",
+        a, b = compare(lambda: ours(x, x, x), lambda: ref(x, x, x, need_weights=False), reps,
+                       warmup)
+        out.append(Result(f"MultiHeadAttention forward ({B}x{L}x{D}, {H} heads)", "attnlib",
                           "nn.MultiheadAttention", a, b, 1.1))
         # Key padding: ours takes True = keep, PyTorch True = ignore, hence ~keep.
         a, b = compare(lambda: ours(x, x, x, key_padding_mask=keep),
-                       lambda: ref(x, x, x, key_padding_mask=~keep, need_weights=False), reps)
+                       lambda: ref(x, x, x, key_padding_mask=~keep, need_weights=False), reps,
+                       warmup)
         out.append(Result("MultiHeadAttention forward, key padding", "attnlib",
                           "nn.MultiheadAttention", a, b, 1.1))
     ref.train()
@@ -123,23 +159,25 @@ def bench_mha(reps: int) -> list[Result]:
     def fwd_bwd_ref() -> None:
         ref(xb, xb, xb, need_weights=False)[0].sum().backward()
 
-    a, b = compare(fwd_bwd_ours, fwd_bwd_ref, reps)
+    a, b = compare(fwd_bwd_ours, fwd_bwd_ref, reps, warmup)
     out.append(Result("MultiHeadAttention forward+backward", "attnlib", "nn.MultiheadAttention",
                       a, b, 1.1))
     return out
 
 
-def bench_tiled(reps: int) -> list[Result]:
+def bench_tiled(z: Sizes) -> list[Result]:
     gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(1, 4096, 64, generator=gen) for _ in range(3))
+    n = z.tiled
+    q, k, v = (torch.randn(1, n, 64, generator=gen) for _ in range(3))
     out: list[Result] = []
     with torch.no_grad():
         for causal in (False, True):
             a, b = compare(lambda c=causal: tiled_attention(q, k, v, is_causal=c),
-                           lambda c=causal: naive_attention(q, k, v, is_causal=c), max(3, reps // 4))
+                           lambda c=causal: naive_attention(q, k, v, is_causal=c),
+                           max(z.min_reps, z.reps // 4), z.warmup)
             mem_a = peak_memory(lambda c=causal: tiled_attention(q, k, v, is_causal=c))
             mem_b = peak_memory(lambda c=causal: naive_attention(q, k, v, is_causal=c))
-            out.append(Result(f"tiled vs naive attention, L=S=4096{', causal' if causal else ''}",
+            out.append(Result(f"tiled vs naive attention, L=S={n}{', causal' if causal else ''}",
                               "tiled", "naive", a, b, 1.3,
                               f"peak extra memory {mem_a / 2**20:.1f} MiB vs {mem_b / 2**20:.1f} MiB "
                               f"(ratio {mem_a / mem_b:.3f})"))
@@ -178,14 +216,16 @@ class TorchTransformerModel(nn.Module):
         return self.out(h)  # type: ignore[no-any-return]
 
 
-def bench_transformer(reps: int) -> list[Result]:
+def bench_transformer(z: Sizes) -> list[Result]:
     torch.manual_seed(0)
-    config = attnlib.TransformerConfig(src_vocab_size=1000, tgt_vocab_size=1000, d_model=256,
-                                       num_heads=8, num_encoder_layers=3, num_decoder_layers=3,
-                                       d_ff=1024, dropout=0.1, max_len=128)
+    d, heads, layers, d_ff, B = z.transformer
+    config = attnlib.TransformerConfig(src_vocab_size=1000, tgt_vocab_size=1000, d_model=d,
+                                       num_heads=heads, num_encoder_layers=layers,
+                                       num_decoder_layers=layers, d_ff=d_ff, dropout=0.1,
+                                       max_len=128)
     ours = attnlib.Transformer(config)
     ref = TorchTransformerModel(config)
-    B, S, L = 32, 40, 40
+    S, L = 40, 40
     gen = torch.Generator().manual_seed(0)
     src = torch.randint(4, 1000, (B, S), generator=gen)
     tgt_in = torch.randint(4, 1000, (B, L), generator=gen)
@@ -212,48 +252,56 @@ def bench_transformer(reps: int) -> list[Result]:
         F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=0).backward()
         opt_b.step()
 
-    a, b = compare(step_ours, step_ref, max(5, reps // 2))
-    return [Result("Transformer training step (d 256, 3+3 layers, 32x40 tokens)", "attnlib",
-                   "nn.Transformer", a, b, 1.1)]
+    a, b = compare(step_ours, step_ref, max(min(5, z.reps), z.reps // 2), z.warmup)
+    return [Result(f"Transformer training step (d {d}, {layers}+{layers} layers, {B}x{L} tokens)",
+                   "attnlib", "nn.Transformer", a, b, 1.1)]
 
 
-def bench_decoding(reps: int) -> list[Result]:
-    from attnlib.train.decoding import greedy_decode
+def bench_decoding(z: Sizes) -> list[Result]:
+    from attnlib.train.decoding import Decoded, greedy_decode
 
     torch.manual_seed(0)
-    config = attnlib.TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=256,
-                                       num_heads=4, num_encoder_layers=3, num_decoder_layers=3,
-                                       d_ff=1024, dropout=0.0, max_len=128)
+    d, layers, d_ff = z.decoder
+    config = attnlib.TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=d,
+                                       num_heads=4, num_encoder_layers=layers,
+                                       num_decoder_layers=layers, d_ff=d_ff, dropout=0.0,
+                                       max_len=128)
     model = attnlib.Transformer(config).eval()
     gen = torch.Generator().manual_seed(0)
     src = torch.randint(4, 100, (8, 20), generator=gen)
     lengths = torch.full((8,), 20)
-    # eos_id=-1 never matches, so both decoders produce exactly 64 tokens.
-    cached = greedy_decode(model, src, lengths, 64, eos_id=-1, use_cache=True)
-    uncached = greedy_decode(model, src, lengths, 64, eos_id=-1, use_cache=False)
-    same = bool(torch.equal(cached.tokens, uncached.tokens))
-    a, b = compare(lambda: greedy_decode(model, src, lengths, 64, eos_id=-1, use_cache=True),
-                   lambda: greedy_decode(model, src, lengths, 64, eos_id=-1, use_cache=False),
-                   max(3, reps // 4))
-    return [Result("greedy decoding of 64 tokens, batch 8 (d 256, 3+3 layers)", "cached",
-                   "uncached", a, b, 1 / 3,
-                   f"speed-up {b / a:.1f}x (target >= 3x); same tokens: {same}")]
+    n = z.decode_tokens
+
+    def decode(use_cache: bool) -> Decoded:
+        # stop_at_eos=False: both decoders produce exactly n tokens, whatever the model emits.
+        return greedy_decode(model, src, lengths, n, use_cache=use_cache, stop_at_eos=False)
+
+    cached, uncached = decode(True), decode(False)
+    same = bool(torch.equal(cached.tokens, uncached.tokens)) and cached.tokens.shape[1] == n
+    a, b = compare(lambda: decode(True), lambda: decode(False), max(z.min_reps, z.reps // 4),
+                   z.warmup)
+    return [Result(f"greedy decoding of {n} tokens, batch 8 (d {d}, {layers}+{layers} layers)",
+                   "cached", "uncached", a, b, 1 / 3,
+                   f"speed-up {b / a:.1f}x (target >= 3x); same tokens: {same}", check=same)]
 
 
-def bench_gqa(reps: int) -> list[Result]:
+def bench_gqa(z: Sizes) -> list[Result]:
     """Grouped-query attention (8 query heads over 2 key/value heads) against PyTorch's GQA."""
     gen = torch.Generator().manual_seed(0)
-    q = torch.randn(8, 8, 256, 64, generator=gen)
-    k, v = (torch.randn(8, 2, 256, 64, generator=gen) for _ in range(2))
+    B, L = z.gqa
+    q = torch.randn(B, 8, L, 64, generator=gen)
+    k, v = (torch.randn(B, 2, L, 64, generator=gen) for _ in range(2))
     out: list[Result] = []
     with torch.no_grad():
         a, b = compare(lambda: grouped_query_attention(q, k, v),
-                       lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), reps)
-        out.append(Result("GQA 8 heads / 2 kv heads (8x256x64)", "attnlib", "F.sdpa(enable_gqa)",
-                          a, b, 1.1, "groups stacked as query rows, fused kernel"))
+                       lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), z.reps,
+                       z.warmup)
+        out.append(Result(f"GQA 8 heads / 2 kv heads ({B}x{L}x64)", "attnlib",
+                          "F.sdpa(enable_gqa)", a, b, 1.1,
+                          "groups stacked as query rows, fused kernel"))
         a, b = compare(lambda: grouped_query_attention(q, k, v, is_causal=True),
                        lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                                              enable_gqa=True), reps)
+                                                              enable_gqa=True), z.reps, z.warmup)
     # Causal: the stacked rows need an explicit (G L, S) mask, so the fused kernel cannot skip
     # the tiles above the diagonal as it does for is_causal: about twice the work.
     out.append(Result("GQA 8 heads / 2 kv heads, causal", "attnlib", "F.sdpa(enable_gqa)",
@@ -261,54 +309,71 @@ def bench_gqa(reps: int) -> list[Result]:
     return out
 
 
-def bench_sliding_window(reps: int) -> list[Result]:
+def bench_sliding_window(z: Sizes) -> list[Result]:
     """Block sliding-window attention against PyTorch's fused kernel given the band mask."""
     gen = torch.Generator().manual_seed(0)
-    n, window = 4096, 128
+    n, window = z.window
     q, k, v = (torch.randn(1, 4, n, 64, generator=gen) for _ in range(3))
     band = sliding_window_mask(n, window)
     with torch.no_grad():
         a, b = compare(lambda: sliding_window_attention(q, k, v, window),
                        lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=band),
-                       max(reps // 4, 3))
+                       max(z.reps // 4, z.min_reps), z.warmup)
     # Target: O(n w) against O(n^2) work; at n = 4096, w = 128 the block version must take at
     # most half the time of the masked full attention.
     return [Result(f"sliding window w={window}, n={n} (4 heads x 64)", "attnlib blocks",
                    "F.sdpa + band mask", a, b, 0.5, "linear vs quadratic in n")]
 
 
-EXTRA_CASES: list[Callable[[int], list[Result]]] = [bench_transformer, bench_decoding, bench_gqa,
-                                                    bench_sliding_window]
+EXTRA_CASES: list[Callable[[Sizes], list[Result]]] = [bench_transformer, bench_decoding,
+                                                      bench_gqa, bench_sliding_window]
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=40, help="timed repetitions per case")
+    parser.add_argument("--reps", type=int, default=None,
+                        help="timed repetitions per case (default 40; 1 with --quick)")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
-    parser.add_argument("--csv", type=Path, default=Path("_build/bench.csv"))
+    parser.add_argument("--quick", action="store_true",
+                        help="every case once at small sizes, no verdicts: a check that it runs")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="default _build/bench.csv (_build/bench-quick.csv with --quick)")
     args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else Sizes()
+    if args.reps is not None:
+        if args.reps < 1:
+            parser.error(f"--reps must be >= 1, got {args.reps}")
+        sizes = replace(sizes, reps=args.reps)
+    csv_path = args.csv or Path("_build/bench-quick.csv" if args.quick else "_build/bench.csv")
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
     results: list[Result] = []
     for case in (bench_sdpa, bench_mha, bench_tiled, *EXTRA_CASES):
-        results.extend(case(args.reps))
+        results.extend(case(sizes))
+    if args.quick:  # sizes too small for the targets to mean anything
+        results = [replace(r, target=None) for r in results]
     width = max(len(r.case) for r in results)
-    print(f"torch {torch.__version__}, {args.threads} threads, median of {args.reps} alternating runs")
+    runs = f"median of {sizes.reps} alternating runs" if sizes.reps > 1 else "one run each"
+    print(f"torch {torch.__version__}, {args.threads} threads, {runs}"
+          f"{' (--quick: small sizes, no verdicts)' if args.quick else ''}")
     print(f"{'case':{width}s}  {'A':>9s}  {'B':>9s}  {'A/B':>6s}  target  verdict  (A vs B)")
     for r in results:
         target = f"{r.target:.2f}x" if r.target is not None else "-"
         print(f"{r.case:{width}s}  {r.a_ms:7.2f}ms  {r.b_ms:7.2f}ms  {r.ratio:6.3f}  {target:>6s}  "
               f"{r.verdict:7s}  ({r.a_name} vs {r.b_name}) {r.note}")
-    args.csv.parent.mkdir(parents=True, exist_ok=True)
-    with args.csv.open("w", newline="") as f:
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    with csv_path.open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["case", "a", "b", "a_ms", "b_ms", "ratio", "target", "verdict", "note"])
         for r in results:
             writer.writerow([r.case, r.a_name, r.b_name, f"{r.a_ms:.4f}", f"{r.b_ms:.4f}",
                              f"{r.ratio:.4f}", r.target if r.target is not None else "",
                              r.verdict, r.note])
-    print(f"wrote {args.csv}; total {time.perf_counter() - start:.0f} s")
-    return 0
+    print(f"wrote {csv_path}; total {time.perf_counter() - start:.1f} s")
+    failed = [r.case for r in results if r.check is False]
+    for name in failed:
+        print(f"run_bench: the correctness check of {name!r} failed", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

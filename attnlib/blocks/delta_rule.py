@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from attnlib._checks import (
     check_choice,
     check_flag,
+    check_float_dtype,
     check_floating,
     check_input,
     check_int,
@@ -240,6 +241,7 @@ class DeltaNet(nn.Module):
                  conv_size: int = 4, rule: str = "delta", chunk_size: int = 16,
                  dtype: torch.dtype | None = None) -> None:
         super().__init__()
+        check_float_dtype("dtype", dtype, optional=True)
         check_int("embed_dim", embed_dim, minimum=1)
         check_int("num_heads", num_heads, minimum=1)
         check_int("conv_size", conv_size, minimum=1)

@@ -34,10 +34,12 @@ from torch import Tensor, nn
 
 from attnlib._checks import (
     check_flag,
+    check_float_dtype,
     check_input,
     check_instance,
     check_int,
     check_mask,
+    check_positive,
     check_qkv,
     shape_str,
 )
@@ -181,6 +183,8 @@ class CausalSelfAttention(nn.Module):
                  learned_sink: bool = False, conv_size: int = 0,
                  rope_base: float = 10000.0, dtype: torch.dtype | None = None) -> None:
         super().__init__()
+        check_float_dtype("dtype", dtype, optional=True)
+        check_positive("rope_base", rope_base)
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         for name, v in (("embed_dim", embed_dim), ("num_heads", num_heads),
                         ("num_kv_heads", num_kv_heads)):

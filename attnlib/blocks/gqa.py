@@ -24,7 +24,9 @@ import torch
 from torch import Tensor, nn
 
 from attnlib._checks import (
+    check_device_arg,
     check_flag,
+    check_float_dtype,
     check_floating,
     check_input,
     check_instance,
@@ -199,6 +201,8 @@ class GroupedQueryAttention(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_device_arg("device", device)
+        check_float_dtype("dtype", dtype, optional=True)
         gqa_parameter_count(embed_dim, num_heads, num_kv_heads, bias)  # validates the sizes
         self.embed_dim, self.num_heads, self.num_kv_heads = embed_dim, num_heads, num_kv_heads
         self.head_dim = embed_dim // num_heads

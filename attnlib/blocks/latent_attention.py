@@ -35,7 +35,14 @@ import math
 import torch
 from torch import Tensor, nn
 
-from attnlib._checks import check_flag, check_input, check_int, shape_str
+from attnlib._checks import (
+    check_flag,
+    check_float_dtype,
+    check_input,
+    check_int,
+    check_positive,
+    shape_str,
+)
 from attnlib.blocks.positional import RotaryPositionalEmbedding
 
 __all__ = ["MultiHeadLatentAttention", "mla_cache_elements"]
@@ -77,6 +84,8 @@ class MultiHeadLatentAttention(nn.Module):
                  rope_dim: int, *, rope_base: float = 10000.0,
                  dtype: torch.dtype | None = None) -> None:
         super().__init__()
+        check_float_dtype("dtype", dtype, optional=True)
+        check_positive("rope_base", rope_base)
         for name, v in (("embed_dim", embed_dim), ("num_heads", num_heads),
                         ("head_dim", head_dim), ("latent_dim", latent_dim),
                         ("rope_dim", rope_dim)):

@@ -17,9 +17,11 @@ import torch
 from torch import Tensor
 
 from attnlib._checks import (
+    check_device_arg,
     check_floating,
     check_int,
     check_mask,
+    check_not_meta,
     check_positive,
     check_tensor,
     shape_str,
@@ -36,12 +38,8 @@ __all__ = [
 
 
 def _check_size(name: str, value: object) -> int:
-    """Raise unless ``value`` is a non-negative Python int (bool is refused)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return value
+    """Raise unless ``value`` is a non-negative Python int (bool is refused) within int64."""
+    return check_int(name, value, minimum=0)
 
 
 def lengths_to_mask(lengths: Tensor, max_len: int) -> Tensor:
@@ -84,6 +82,7 @@ def _check_lengths(lengths: Tensor, max_len: int) -> tuple[Tensor, int]:
             f"lengths must have 1 dimension (B,), got shape {shape_str(lengths.shape)}"
         )
     max_len = _check_size("max_len", max_len)
+    check_not_meta("lengths", lengths, f"lengths in [0, max_len = {max_len}]")
     if lengths.numel() > 0:
         lo, hi = int(lengths.min()), int(lengths.max())
         if lo < 0:
@@ -137,6 +136,7 @@ def causal_mask(
     """
     L = _check_size("L", L)
     S = L if S is None else _check_size("S", S)
+    check_device_arg("device", device)
     return torch.ones(L, S, dtype=torch.bool, device=device).tril()  # (L, S)
 
 

@@ -36,7 +36,9 @@ from torch import Tensor, nn
 
 from attnlib._checks import (
     check_device,
+    check_device_arg,
     check_flag,
+    check_float_dtype,
     check_floating,
     check_input,
     check_int,
@@ -246,6 +248,8 @@ class MultiHeadAttention(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_device_arg("device", device)
+        check_float_dtype("dtype", dtype, optional=True)
         _check_heads(embed_dim, num_heads)
         self.embed_dim = embed_dim
         self.num_heads = num_heads
@@ -257,7 +261,8 @@ class MultiHeadAttention(nn.Module):
             raise TypeError(f"bias must be a bool, got {type(bias).__name__}")
         # Created on the meta device, so that nn.Linear's own initialisation draws no random
         # numbers: _reset_parameters then draws exactly what PyTorch's module draws.
-        target = torch.device(device) if device is not None else torch.get_default_device()
+        checked = check_device_arg("device", device)
+        target = checked if checked is not None else torch.get_default_device()
 
         def linear(in_features: int) -> nn.Linear:
             meta = nn.Linear(in_features, embed_dim, bias=bias, device="meta", dtype=dtype)

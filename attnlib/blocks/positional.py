@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from attnlib._checks import (
     check_device,
+    check_device_arg,
     check_float_dtype,
     check_floating,
     check_int,
@@ -54,10 +55,12 @@ def _check_even(name: str, value: object) -> int:
     return n
 
 
-def _check_table_args(base: object, dtype: object) -> None:
-    """A table's ``base`` (finite and > 0) and ``dtype`` (floating point)."""
+def _check_table_args(base: object, dtype: object, device: object = None) -> None:
+    """A table's ``base`` (finite and > 0), ``dtype`` (floating point) and ``device`` (one this
+    machine has, or None)."""
     check_positive("base", base)
     check_float_dtype("dtype", dtype)
+    check_device_arg("device", device)
 
 
 def _sinusoids(pos: Tensor, d_model: int, base: float, dtype: torch.dtype) -> Tensor:
@@ -119,7 +122,7 @@ def sinusoidal_encoding(
     """
     check_int("max_len", max_len, minimum=0)
     _check_even("d_model", d_model)
-    _check_table_args(base, dtype)
+    _check_table_args(base, dtype, device)
     pos = torch.arange(max_len, dtype=torch.float64, device=device)  # (L,)
     omega = _frequencies(d_model, base, device)  # (D/2,)
     angles = pos[:, None] * omega[None, :]  # (L, D/2), L = max_len
@@ -171,7 +174,7 @@ def relative_shift_matrix(
     """
     check_int("k", k)
     _check_even("d_model", d_model)
-    _check_table_args(base, dtype)
+    _check_table_args(base, dtype, device)
     angle = k * _frequencies(d_model, base, device)  # (D/2,)
     cos, sin = angle.cos(), angle.sin()
     m = torch.zeros(d_model, d_model, dtype=torch.float64, device=device)
@@ -286,6 +289,8 @@ class LearnedPositionalEmbedding(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_device_arg("device", device)
+        check_float_dtype("dtype", dtype, optional=True)
         self.max_len = check_int("max_len", max_len, minimum=1)
         self.d_model = check_int("d_model", d_model, minimum=1)
         self.embedding = nn.Embedding(max_len, d_model, device=device, dtype=dtype)

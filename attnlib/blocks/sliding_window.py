@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnlib._checks import check_int, check_qkv
+from attnlib._checks import check_device_arg, check_int, check_qkv
 from attnlib.blocks.attention import LOW_PRECISION
 from attnlib.blocks.masking import masked_softmax
 
@@ -51,6 +51,7 @@ def sliding_window_mask(
     check_int("L", L, minimum=0)
     check_int("window", window, minimum=1)
     S = L if S is None else check_int("S", S, minimum=0)
+    check_device_arg("device", device)
     i = torch.arange(L, device=device)[:, None]  # (L, 1)
     j = torch.arange(S, device=device)[None, :]  # (1, S)
     return (j <= i) & (j > i - window)  # (L, S)

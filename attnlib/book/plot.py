@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from torch import Tensor
 
-from attnlib._checks import check_flag, check_int
+from attnlib._checks import check_flag, check_int, check_real
 
 CJK_FONT: Path = Path(__file__).parent / "fonts" / "NotoSansSC-attnlib-subset.ttf"
 """The Chinese characters of the book's corpus and glossary, cut from Noto Sans CJK SC (OFL 1.1).
@@ -109,6 +109,10 @@ def heatmap(
     """
     m = _to_numpy(weights)
     check_flag("colorbar", colorbar)
+    for name, limit in (("vmin", vmin), ("vmax", vmax)):
+        if limit is not None:
+            check_real(name, limit)
+    check_real("xtick_rotation", xtick_rotation)
     for name, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
         if text is not None and not isinstance(text, str):
             raise TypeError(f"{name} must be a str, got {type(text).__name__}")

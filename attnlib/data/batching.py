@@ -10,7 +10,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from attnlib._checks import check_flag, check_instance
+from attnlib._checks import check_flag, check_instance, check_int
 from attnlib.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 __all__ = ["Batch", "TokenPair", "batches", "pad_batch"]
@@ -26,13 +26,10 @@ class TokenPair(Protocol):
     def tgt(self) -> Sequence[str]: ...
 
 
-def _check_int(name: str, value: int, low: int, high: int | None = None) -> None:
-    """Raise ValueError unless ``value`` is an int (not a bool) in [low, high]."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low or (high is not None and value > high):
-        upper = "" if high is None else f" and <= {high}"
-        raise ValueError(f"{name} must be >= {low}{upper}, got {value}")
+def _check_int(name: str, value: int, low: int) -> None:
+    """Raise unless ``value`` is an int (not a bool) >= ``low`` that fits in int64
+    (:func:`~attnlib._checks.check_int`)."""
+    check_int(name, value, minimum=low)
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> tuple[Tensor, Tensor]:

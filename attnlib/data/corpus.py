@@ -256,6 +256,7 @@ def generate_pairs(
     longest = d.max_src_len if max_src_len is None else max_src_len
     if isinstance(longest, bool) or not isinstance(longest, int) or longest < 3:
         raise ValueError(f"max_src_len must be an integer >= 3, got {max_src_len!r}")
+    check_int("max_src_len", longest, minimum=3)  # and within int64
     return list(_generate(n_pairs, seed, d, longest))
 
 

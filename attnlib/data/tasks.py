@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnlib._checks import check_floating, check_ndim, shape_str
+from attnlib._checks import check_floating, check_int, check_ndim, shape_str
 
 __all__ = [
     "RegionTask",
@@ -33,11 +33,9 @@ def _check_number(name: str, value: object) -> None:
 
 
 def _check_int(name: str, value: int, low: int) -> None:
-    """Raise TypeError unless ``value`` is an int (not a bool), ValueError if it is < ``low``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
+    """Raise TypeError unless ``value`` is an int (not a bool), ValueError if it is < ``low``
+    or outside int64 (:func:`~attnlib._checks.check_int`)."""
+    check_int(name, value, minimum=low)
 
 
 def copy_task(

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from attnlib._checks import (
     check_choice,
     check_flag,
+    check_float_dtype,
     check_instance,
     check_int,
     check_positive,
@@ -152,6 +153,7 @@ class LookbackModel(nn.Module):
 
     def __init__(self, config: LookbackConfig, *, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
+        check_float_dtype("dtype", dtype, optional=True)
         check_instance("config", config, LookbackConfig, "a LookbackConfig")
         if config.d_model % config.num_heads:
             raise ValueError(f"num_heads must divide d_model, got d_model = {config.d_model} "

@@ -41,6 +41,7 @@ from torch import Tensor, nn
 from attnlib._checks import (
     check_choice,
     check_flag,
+    check_float_dtype,
     check_input,
     check_instance,
     check_int,
@@ -175,6 +176,7 @@ class DecoderBlock(nn.Module):
 
     def __init__(self, config: DecoderLMConfig, *, dtype: torch.dtype | None = None) -> None:
         super().__init__()
+        check_float_dtype("dtype", dtype, optional=True)
         check_instance("config", config, DecoderLMConfig, "a DecoderLMConfig")
         c = config
         rope = None if c.alibi else RotaryPositionalEmbedding(c.head_dim, c.rope_base)
@@ -213,6 +215,7 @@ class DecoderLM(nn.Module):
 
     def __init__(self, config: DecoderLMConfig, *, dtype: torch.dtype | None = None) -> None:
         super().__init__()
+        check_float_dtype("dtype", dtype, optional=True)
         if not isinstance(config, DecoderLMConfig):
             raise TypeError(f"config must be a DecoderLMConfig, got {type(config).__name__}")
         self.config = c = config

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from attnlib._checks import (
     check_choice,
     check_device,
+    check_device_arg,
     check_flag,
     check_float_dtype,
     check_floating,
@@ -249,6 +250,7 @@ def leave_one_out_mask(n: int, device: torch.device | None = None) -> Tensor:
     check_int("n", n)
     if n < 2:
         raise ValueError(f"n must be at least 2 for leave-one-out (each point needs another key), got {n}")
+    check_device_arg("device", device)
     return ~torch.eye(n, dtype=torch.bool, device=device)
 
 

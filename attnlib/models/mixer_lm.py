@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from attnlib._checks import (
+    check_float_dtype,
     check_input,
     check_instance,
     check_int,
@@ -81,6 +82,7 @@ class MixerBlock(nn.Module):
     def __init__(self, mixer: nn.Module, d_ff: int, *, dtype: torch.dtype | None = None
                  ) -> None:
         super().__init__()
+        check_float_dtype("dtype", dtype, optional=True)
         check_instance("mixer", mixer, nn.Module, "a token mixer (an nn.Module)")
         D = getattr(mixer, "embed_dim", 0)
         check_int("mixer.embed_dim", D, minimum=1)
@@ -116,6 +118,7 @@ class MixerLM(nn.Module):
     def __init__(self, vocab_size: int, mixers: Sequence[nn.Module], *, d_ff: int,
                  dtype: torch.dtype | None = None) -> None:
         super().__init__()
+        check_float_dtype("dtype", dtype, optional=True)
         check_int("vocab_size", vocab_size, minimum=1)
         if not isinstance(mixers, Sequence) or isinstance(mixers, str):
             raise TypeError(f"mixers must be a sequence of token mixers (modules), got "

@@ -103,7 +103,9 @@ def quantize_per_token(x: Tensor, bits: int = 8) -> tuple[Tensor, Tensor]:
 def _check_quantize_args(x: object, bits: object) -> None:
     """The argument checks of :func:`quantize_per_token`."""
     t = check_floating("x", check_tensor("x", x))
-    if isinstance(bits, bool) or bits not in (4, 8):
+    if isinstance(bits, bool) or not isinstance(bits, int):
+        raise TypeError(f"bits must be the int 4 or 8, got {type(bits).__name__}")
+    if bits not in (4, 8):
         raise ValueError(f"bits must be 4 or 8, got {bits!r}")
     if t.ndim == 0 or t.shape[-1] == 0:
         raise ValueError(f"x must have shape (..., E) with E >= 1 numbers per vector, got "

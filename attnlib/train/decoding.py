@@ -25,6 +25,7 @@ from torch import Tensor
 from attnlib._checks import (
     check_flag,
     check_int,
+    check_not_meta,
     check_real,
     check_tensor,
     check_token_ids,
@@ -44,7 +45,8 @@ class Decoded(NamedTuple):
     A tuple ``(tokens, weights)``, as :func:`attnlib.train.translation.translate` expects of a decoder.
 
     Shape:
-        - tokens: (B, L), L <= max_len; ``<eos>`` where produced, ``<pad>`` after it
+        - tokens: (B, L), L <= max_len; ``<eos>`` where produced, ``<pad>`` after it (with
+          ``stop_at_eos=False``: L = max_len, and ``<eos>`` is a word like any other)
         - weights: (B, L, S), the last decoder layer's cross-attention averaged over heads,
           the weights with which each token was produced (zero rows after ``<eos>``). For every
           layer and head, rerun :meth:`~attnlib.models.transformer.model.Transformer.attention_weights` on the produced tokens.
@@ -89,8 +91,8 @@ class _Stepper:
 
 def _check_decode_args(model: object, max_len: int, bos_id: int | None = None,
                        eos_id: int | None = None, use_cache: bool = True,
-                       ) -> tuple[Transformer, int, int]:
-    """The model, max_len, the ids (None: the config's) and the flag of a search; returns the
+                       stop_at_eos: bool = True) -> tuple[Transformer, int, int]:
+    """The model, max_len, the ids (None: the config's) and the flags of a search; returns the
     model and the <bos> and <eos> ids to use."""
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be an attnlib Transformer, got {type(model).__name__}")
@@ -100,6 +102,7 @@ def _check_decode_args(model: object, max_len: int, bos_id: int | None = None,
         raise ValueError(f"max_len = {max_len} exceeds the model's max_len = "
                          f"{c.max_len} (the longest decoder input it accepts)")
     check_flag("use_cache", use_cache)
+    check_flag("stop_at_eos", stop_at_eos)
     ids = []
     for name, given, default in (("bos_id", bos_id, c.bos_id), ("eos_id", eos_id, c.eos_id)):
         ids.append(default if given is None else check_int(
@@ -117,6 +120,7 @@ def greedy_decode(
     eos_id: int | None = None,
     *,
     use_cache: bool = True,
+    stop_at_eos: bool = True,
 ) -> Decoded:
     r"""Translate a batch greedily, one token at a time.
 
@@ -129,8 +133,10 @@ def greedy_decode(
     the cached keys and values (:class:`~attnlib.models.kv_cache.DecoderCache`); without, each step re-runs the decoder
     on the whole prefix. Both give the same tokens; the cache makes step t cost O(t) instead of
     O(t²). A sentence is finished once it has produced ``<eos>``; its row then holds ``<pad>``.
-    Decoding stops when every sentence is finished or after ``max_len`` tokens. The model is
-    put in eval mode for the call and restored afterwards.
+    Decoding stops when every sentence is finished or after ``max_len`` tokens. With
+    ``stop_at_eos=False`` no sentence is ever finished: exactly ``max_len`` tokens are decoded,
+    ``<eos>`` among them as a word like any other (a benchmark's fixed amount of work). The
+    model is put in eval mode for the call and restored afterwards.
 
     Args:
         model: a :class:`~attnlib.models.transformer.model.Transformer`.
@@ -138,16 +144,20 @@ def greedy_decode(
         max_len: the most tokens to produce, <= ``model.config.max_len``.
         bos_id, eos_id: None: the config's.
         use_cache: use the key/value cache.
+        stop_at_eos: finish a sentence at its ``<eos>`` (True), or decode ``max_len`` tokens
+            whatever they are (False).
 
     Shape:
         - src: (B, S); src_lengths: (B,)
         - returns :class:`Decoded`, tokens (B, L) and weights (B, L, S), L <= ``max_len``
+          (L = ``max_len`` with ``stop_at_eos=False``)
 
     Raises:
-        TypeError, ValueError: if ``max_len`` is not an int in [1, ``model.config.max_len``], or
-            the source is bad (see :class:`~attnlib.models.transformer.model.Transformer`).
+        TypeError, ValueError: if ``max_len`` is not an int in [1, ``model.config.max_len``], an
+            id is outside the target vocabulary, a flag is not a bool, or the source is bad
+            (see :class:`~attnlib.models.transformer.model.Transformer`).
     """
-    model, bos, eos = _check_decode_args(model, max_len, bos_id, eos_id, use_cache)
+    model, bos, eos = _check_decode_args(model, max_len, bos_id, eos_id, use_cache, stop_at_eos)
     c = model.config
     was_training = model.training
     model.eval()
@@ -161,7 +171,8 @@ def greedy_decode(
             y = logits.argmax(dim=-1).masked_fill(finished, c.pad_id)  # (B,)
             tokens.append(y)
             weights.append(step_weights.masked_fill(finished[:, None], 0.0))
-            finished = finished | (y == eos)
+            if stop_at_eos:
+                finished = finished | (y == eos)
             if bool(finished.all()):
                 break
             stepper.push(y)
@@ -194,6 +205,7 @@ def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
     length = check_tensor("length", length)
     if length.is_floating_point() or length.is_complex() or length.dtype == torch.bool:
         raise TypeError(f"length must hold integer lengths, got dtype {length.dtype}")
+    check_not_meta("length", length, "lengths >= 0")
     if bool((length < 0).any()):
         raise ValueError(f"length must be >= 0 (a number of tokens), got {length.min().item()}")
     return ((5.0 + length.double()) / 6.0) ** alpha
@@ -211,6 +223,7 @@ def beam_search(
     beam_size: int = 4,
     length_penalty: float = 0.6,
     use_cache: bool = True,
+    stop_at_eos: bool = True,
 ) -> Decoded:
     r"""Translate a batch by beam search with GNMT length normalisation.
 
@@ -231,7 +244,9 @@ def beam_search(
     (:meth:`~attnlib.models.kv_cache.DecoderCache.reorder`). The model is in eval mode for the call.
 
     Args:
-        model, src, src_lengths, max_len, bos_id, eos_id, use_cache: as :func:`greedy_decode`.
+        model, src, src_lengths, max_len, bos_id, eos_id, use_cache, stop_at_eos: as
+            :func:`greedy_decode` (with ``stop_at_eos=False`` no hypothesis is finished: every
+            one has ``max_len`` tokens).
         beam_size: K >= 1.
         length_penalty: :math:`\alpha` >= 0; 0 ranks by raw log-probability.
 
@@ -243,7 +258,7 @@ def beam_search(
         The errors of :func:`greedy_decode`; ValueError if ``beam_size`` < 1 or
         ``length_penalty`` < 0.
     """
-    model, bos, eos = _check_decode_args(model, max_len, bos_id, eos_id, use_cache)
+    model, bos, eos = _check_decode_args(model, max_len, bos_id, eos_id, use_cache, stop_at_eos)
     K = check_int("beam_size", beam_size, minimum=1)
     alpha = check_real("length_penalty", length_penalty, minimum=0.0)
     c = model.config
@@ -276,7 +291,7 @@ def beam_search(
             tokens = torch.cat((tokens[rows], words[:, None]), dim=1)  # (B K, t + 1)
             step_weights = step_weights[rows].masked_fill(was_finished[:, None], 0.0)  # (B K, S)
             weights = torch.cat((weights[rows], step_weights[:, None]), dim=1)  # (B K, t + 1, S)
-            finished = was_finished | (words == eos)
+            finished = was_finished | (words == eos) if stop_at_eos else was_finished
             if bool(finished.all()):
                 break
             stepper.push(words, rows)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from . import entries_blocks, entries_lm, entries_models, entries_rest  # noqa: F401  (register)
+from . import (  # noqa: F401  (register)
+    entries_blocks,
+    entries_factory,
+    entries_lm,
+    entries_models,
+    entries_rest,
+)
 from .harness import REGISTRY, Entry, Outcome, outcomes
 
 ENTRIES: list[Entry] = REGISTRY

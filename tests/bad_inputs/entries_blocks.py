@@ -4,6 +4,8 @@ attention). Each builds one valid call; the harness makes the mistakes."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 from torch import nn
 
@@ -12,6 +14,7 @@ from .harness import (
     Call,
     Choice,
     Count,
+    Device,
     DType,
     Flag,
     Func,
@@ -75,7 +78,7 @@ def _() -> Call:
 
 @entry("leave_one_out_mask")
 def _() -> Call:
-    return Call(api("leave_one_out_mask"), {"n": Count(4, 2)})
+    return Call(api("leave_one_out_mask"), {"n": Count(4, 2), "device": Device()})
 
 
 @entry("NadarayaWatson")
@@ -118,15 +121,16 @@ def _() -> Call:
 
 @entry("causal_mask")
 def _() -> Call:
-    return Call(api("causal_mask"), {"L": Count(3, 0), "S": Count(5, 0, optional=True)})
+    return Call(api("causal_mask"), {"L": Count(3, 0), "S": Count(5, 0, optional=True),
+                                     "device": Device()})
 
 
 @entry("check_mask")
 def _() -> Call:
     return Call(api("check_mask"), {"name": Plain("mask"), "mask": M("B L S", broadcast=False),
                                     "target_shape": Plain((2, 3, 5)),
-                                    "dtype": Plain(torch.float32)}, allow_inf=True,
-                compare=False)
+                                    "dtype": DType(torch.float32), "device": Device()},
+                allow_inf=True, compare=False)
 
 
 @entry("float_mask")
@@ -335,14 +339,16 @@ def _() -> Call:
 def _() -> Call:
     return Call(api("relative_shift_matrix"), {"k": Count(3, None), "d_model": Count(8),
                                                "base": Positive(10000.0),
-                                               "dtype": DType(torch.float32)})
+                                               "dtype": DType(torch.float32),
+                                               "device": Device()})
 
 
 @entry("sinusoidal_encoding")
 def _() -> Call:
     return Call(api("sinusoidal_encoding"), {"max_len": Count(6, 0), "d_model": Count(8),
                                              "base": Positive(10000.0),
-                                             "dtype": DType(torch.float32)})
+                                             "dtype": DType(torch.float32),
+                                             "device": Device()})
 
 
 # --- efficient attention ------------------------------------------------------------------------
@@ -462,7 +468,8 @@ def _() -> Call:
 @entry("sliding_window_mask")
 def _() -> Call:
     return Call(api("sliding_window_mask"), {"L": Count(3, 0), "window": Count(2),
-                                             "S": Count(None, 0, optional=True)})
+                                             "S": Count(None, 0, optional=True),
+                                             "device": Device()})
 
 
 @entry("window_reach")
@@ -525,14 +532,16 @@ entry("check_finite")(lambda: _check("check_finite", value=X("N")))
 entry("check_choice")(lambda: _check("check_choice", value=Choice("a"),
                                      choices=Seq(["a", "b"])))
 entry("check_int")(lambda: _check("check_int", value=Count(3, None),
-                                  minimum=Count(0, None, optional=True)))
+                                  minimum=Count(0, None, optional=True),
+                                  maximum=Count(5, None, optional=True)))
 entry("check_probability")(lambda: _check("check_probability", value=Prob(0.1)))
 entry("check_sequence")(lambda: _check("check_sequence", x=X("B L D"), d_model=Count(8)))
 entry("check_token_ids")(lambda: _check("check_token_ids", tokens=I("B L", 12),
-                                        num_symbols=Count(12)))
+                                        num_symbols=Count(12), ndim=Count(2, 0),
+                                        device=Device()))
 entry("check_positions")(lambda: _check("check_positions", value=Ids(torch.arange(4), "L", None),
                                         expected=Text("(L,)"),
-                                        device=Plain(torch.device("cpu")),
+                                        device=Device(torch.device("cpu")),
                                         other=Text("the model")))
 
 
@@ -554,7 +563,8 @@ def _() -> Call:
 entry("check_flag")(lambda: _check("check_flag", value=Flag(True)))
 entry("check_real")(lambda: _check("check_real", value=Real(0.5, 0.0),
                                    minimum=Real(0.0, optional=True)))
-entry("check_float_dtype")(lambda: _check("check_float_dtype", dtype=DType(torch.float32)))
+entry("check_float_dtype")(lambda: _check("check_float_dtype", dtype=DType(torch.float32),
+                                          optional=Flag(False)))
 entry("check_tokens")(lambda: _check("check_tokens", value=Seq(["a", "b"])))
 entry("check_sentences")(lambda: _check("check_sentences", value=Seq(["a b", ["c"]], "any")))
 entry("check_ints")(lambda: _check("check_ints", value=Seq([1, 2], "int", 0),
@@ -569,7 +579,22 @@ def _() -> Call:
         return api("check_device")("value", value, device, other)
 
     return Call(fn, {"value": Obj(torch.ones(2), others=([1.0],)),
-                     "device": Plain(torch.device("cpu")), "other": Text("the model")})
+                     "device": Device(torch.device("cpu"), optional=False),
+                     "other": Text("the model")})
+
+
+@entry("check_device_arg")
+def _() -> Call:
+    call = _check("check_device_arg", value=Device(), optional=Flag(True))
+    # optional=False refuses the value None: the error names the value
+    return dataclasses.replace(call, aliases={"optional": ("value",)})
+
+
+@entry("check_not_meta")
+def _() -> Call:
+    return Call(lambda value, what: api("check_not_meta")("value", value, what), {
+        "value": Obj(torch.ones(2), others=([1.0],)), "what": Text("the values")}, bad=[
+        Bad("on-the-meta-device", {"value": torch.ones(2, device="meta")}, names=("value",))])
 
 
 @entry("check_input")

@@ -428,7 +428,8 @@ def _() -> Call:
     return Call(lambda **kw: api("ModelShape")(**kw).parameters(), {
         "name": Text("toy"), "num_layers": Count(2), "d_model": Count(8), "num_heads": Count(2),
         "num_kv_heads": Count(1), "head_dim": Count(4), "d_ff": Count(16),
-        "vocab_size": Count(12), "gated_ffn": Flag(True), "tied": Flag(False)})
+        "vocab_size": Count(12), "gated_ffn": Flag(True), "tied": Flag(False),
+        "window": Count(None, optional=True)})
 
 
 @entry("ModelShape.from_config")

@@ -13,6 +13,7 @@ from .harness import (
     Call,
     Choice,
     Count,
+    Device,
     Flag,
     Func,
     I,
@@ -155,7 +156,7 @@ entry("AttentionDecoder.fixed_forward")(
 def _() -> Call:
     return Call(api("check_source"), {"src": src(), "src_lengths": src_lengths(),
                                       "vocab_size": Count(10), "max_src_len": Count(
-                                          None, optional=True)})
+                                          None, optional=True), "device": Device()})
 
 
 def _seq2seq_greedy() -> Call:
@@ -450,13 +451,14 @@ def _search_args() -> dict[str, Any]:
 def _() -> Call:
     return Call(api("beam_search"), {**_search_args(), "beam_size": Count(2),
                                      "length_penalty": Real(0.6, 0.0),
-                                     "use_cache": Flag(True)}, module=True)
+                                     "use_cache": Flag(True), "stop_at_eos": Flag(True)},
+                module=True)
 
 
 @entry("decoding.greedy_decode")
 def _() -> Call:
-    return Call(api("decoding.greedy_decode"), {**_search_args(), "use_cache": Flag(True)},
-                module=True)
+    return Call(api("decoding.greedy_decode"), {**_search_args(), "use_cache": Flag(True),
+                                                "stop_at_eos": Flag(True)}, module=True)
 
 
 @entry("sequence_log_prob")

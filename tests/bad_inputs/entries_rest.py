@@ -638,7 +638,10 @@ def _() -> Call:
     weights = X("L S", any_real=True)
     weights.value = weights.value.softmax(-1)
     return Call(api("heatmap"), {"weights": weights, "title": Text(None, optional=True),
-                                 "xticklabels": Plain(None), "colorbar": Flag(True)})
+                                 "xticklabels": Plain(None), "colorbar": Flag(True),
+                                 "vmin": Real(0.0, optional=True),
+                                 "vmax": Real(1.0, optional=True),
+                                 "xtick_rotation": Real(90.0)})
 
 
 @entry("heatmaps")
@@ -703,16 +706,15 @@ def _() -> Call:
 @entry("fix_cpu_kernels")
 def _() -> Call:
     def fn(cpuinfo):  # type: ignore[no-untyped-def]
-        # the variables spawned workers inherit (tests/test_runs.py starts some later)
+        # the variables spawned workers inherit (tests/test_runs.py starts some later),
+        # and the oneDNN switch of this process
         names = ("ATEN_CPU_CAPABILITY", "MKL_CBWR")
         before = {name: os.environ.get(name) for name in names}
+        onednn = bool(torch.backends.mkldnn.enabled)
         try:
             return api("fix_cpu_kernels")(cpuinfo)
-        except RuntimeError as error:  # the documented answer once kernels were chosen
-            if "already runs" not in str(error):
-                raise
-            return "chosen before"
         finally:
+            api("set_onednn")(onednn)
             for name, value in before.items():
                 if value is None:
                     os.environ.pop(name, None)
@@ -720,4 +722,26 @@ def _() -> Call:
                     os.environ[name] = value
 
     return Call(fn, {"cpuinfo": Text("/proc/cpuinfo")})
+
+
+@entry("mkl_branch_taken")
+def _() -> Call:
+    return Call(api("mkl_branch_taken"), {"vendor": Text("AuthenticAMD"),
+                                          "requested": Choice("AVX2")})
+
+
+exempt("the code paths fix_cpu_kernels reports (a dataclass it builds); nothing to check",
+       "CodePath")
+
+
+@entry("set_onednn")
+def _() -> Call:
+    def fn(enabled):  # type: ignore[no-untyped-def]
+        before = bool(torch.backends.mkldnn.enabled)
+        try:
+            return api("set_onednn")(enabled)
+        finally:
+            api("set_onednn")(before)
+
+    return Call(fn, {"enabled": Flag(True)})
 

@@ -371,8 +371,37 @@ class Lengths(Arg):
             muts.append(_r("zero", name, zero))
         if not self.optional:
             muts.append(_r("None", name, None))
-        if call.device_bound(name):
-            muts.append(_r("meta-device", name, t.to("meta")))
+        # On another device than the model's, or with no values to check at all: refused.
+        muts.append(_r("meta-device", name, t.to("meta")))
+        return muts
+
+
+def _tensor_of_two(name: str, value: float) -> Mutation:
+    """A scalar argument given as a tensor of two (valid) values: refused, not broadcast."""
+    return _r("tensor-of-2", name, torch.tensor([value, value]))
+
+
+def has_accelerator() -> bool:
+    accelerator = getattr(torch, "accelerator", None)
+    return accelerator is not None and bool(accelerator.is_available())
+
+
+@dataclass
+class Device(Arg):
+    """Where a function creates its result, or a module its parameters: a ``torch.device``, a
+    device string or an accelerator index (None: PyTorch's default)."""
+
+    value: Any = None
+    optional: bool = True
+
+    def mutations(self, name: str, call: Call) -> list[Mutation]:
+        muts = [_r("not-a-device", name, "gpu0"), _r("float", name, 0.5), _r("bool", name, True),
+                _r("negative-index", name, -1), _r("absent-device", name, "cuda:99"),
+                _e("str-cpu", name, "cpu", self.value, True)]
+        # an index of the accelerator: right on a machine that has one, refused on one without
+        muts.append((_e if has_accelerator() else _r)("index-0", name, 0))
+        if not self.optional:
+            muts.append(_r("None", name, None))
         return muts
 
 
@@ -401,7 +430,10 @@ class Count(Arg):
     def mutations(self, name: str, call: Call) -> list[Mutation]:
         v = 1 if self.value is None else self.value
         muts = [_r("float", name, v + 0.5), _r("bool", name, True), _r("str", name, str(v)),
-                _r("tensor-float", name, torch.tensor(v + 0.5))]
+                _r("tensor-float", name, torch.tensor(v + 0.5)), _tensor_of_two(name, v),
+                _r("int64-overflow", name, 2**70)]
+        if self.minimum is None or self.minimum < 0:
+            muts.append(_r("int64-overflow-negative", name, -(2**70)))
         if self.minimum is not None:
             muts.append(_r(f"below-{self.minimum}", name, self.minimum - 1))
         if self.maximum is not None:
@@ -422,7 +454,8 @@ class Positive(Arg):
 
     def mutations(self, name: str, call: Call) -> list[Mutation]:
         muts = [_r(f"value-{v}", name, v) for v in (0.0, -1.0, math.nan, math.inf)]
-        muts += [_r("bool", name, True), _r("str", name, "1.0")]
+        muts += [_r("bool", name, True), _r("str", name, "1.0"),
+                 _tensor_of_two(name, 1.0 if self.value is None else self.value)]
         if not self.optional:
             muts.append(_r("None", name, None))
         return muts
@@ -436,7 +469,8 @@ class Prob(Arg):
 
     def mutations(self, name: str, call: Call) -> list[Mutation]:
         return [_r(f"value-{v}", name, v) for v in (-0.1, 1.0, math.nan)] + [
-            _r("bool", name, True), _r("str", name, "0.1"), _r("None", name, None)]
+            _r("bool", name, True), _r("str", name, "0.1"), _r("None", name, None),
+            _tensor_of_two(name, self.value)]
 
 
 @dataclass
@@ -449,7 +483,7 @@ class Real(Arg):
 
     def mutations(self, name: str, call: Call) -> list[Mutation]:
         muts = [_r(f"value-{v}", name, v) for v in (math.nan, math.inf)]
-        muts += [_r("bool", name, True), _r("str", name, "1.0")]
+        muts += [_r("bool", name, True), _r("str", name, "1.0"), _tensor_of_two(name, self.value)]
         if self.minimum is not None:
             muts.append(_r("below-minimum", name, self.minimum - 1.0))
         if not self.optional:

@@ -17,7 +17,9 @@ from torch import Tensor, nn
 
 from attnlib._checks import (
     check_choice,
+    check_device_arg,
     check_flag,
+    check_float_dtype,
     check_input,
     check_instance,
     check_int,
@@ -64,6 +66,8 @@ class FeedForward(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_device_arg("device", device)
+        check_float_dtype("dtype", dtype, optional=True)
         check_int("d_model", d_model, minimum=1)
         check_int("d_ff", d_ff, minimum=1)
         check_choice("activation", activation, tuple(ACTIVATIONS))
@@ -151,6 +155,8 @@ class EncoderLayer(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_device_arg("device", device)
+        check_float_dtype("dtype", dtype, optional=True)
         _check_layer_args(d_model, num_heads, d_ff, layer_norm_eps, norm_first)
         self.d_model = d_model
         self.norm_first = norm_first
@@ -259,6 +265,8 @@ class DecoderLayer(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_device_arg("device", device)
+        check_float_dtype("dtype", dtype, optional=True)
         _check_layer_args(d_model, num_heads, d_ff, layer_norm_eps, norm_first)
         self.d_model = d_model
         self.norm_first = norm_first

@@ -9,7 +9,9 @@ import torch
 from torch import Tensor, nn
 
 from attnlib._checks import (
+    check_device_arg,
     check_flag,
+    check_float_dtype,
     check_input,
     check_instance,
     check_int,
@@ -72,6 +74,8 @@ class Transformer(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_device_arg("device", device)
+        check_float_dtype("dtype", dtype, optional=True)
         if not isinstance(config, TransformerConfig):
             raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
         self.config = c = config

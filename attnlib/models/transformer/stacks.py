@@ -13,7 +13,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from attnlib._checks import check_instance
+from attnlib._checks import check_device_arg, check_float_dtype, check_instance
 from attnlib.models.kv_cache import DecoderCache
 from attnlib.models.transformer.config import TransformerConfig
 from attnlib.models.transformer.layers import DecoderLayer, EncoderLayer
@@ -47,6 +47,8 @@ class Encoder(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_device_arg("device", device)
+        check_float_dtype("dtype", dtype, optional=True)
         check_instance("config", config, TransformerConfig, "a TransformerConfig")
         c = config
         self.layers = nn.ModuleList(
@@ -93,6 +95,8 @@ class Decoder(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        check_device_arg("device", device)
+        check_float_dtype("dtype", dtype, optional=True)
         check_instance("config", config, TransformerConfig, "a TransformerConfig")
         c = config
         self.layers = nn.ModuleList(
