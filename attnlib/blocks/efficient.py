@@ -22,12 +22,14 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
+from typing import Literal, overload
 
 import torch
 from torch import Tensor
 
 from attnlib._checks import (
     check_choice,
+    check_flag,
     check_floating,
     check_int,
     check_qkv,
@@ -45,8 +47,12 @@ def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
     by :math:`e^{m_{\text{old}} - m_{\text{new}}}`. A second, embarrassingly parallel step writes
     :math:`e^{s_j - m}/\ell`. Equal to :func:`torch.softmax` up to rounding. While a row's
     scores so far are all :math:`-\infty` (a masked start), :math:`m` stays :math:`-\infty`
-    and the exponents are taken relative to 0, as in FlashAttention, never
-    :math:`e^{-\infty + \infty}`.
+    and the exponents are taken relative to 0, never :math:`e^{-\infty + \infty}`: the rule
+    of FlashAttention-2's CUDA code (``softmax.h``), which neither FlashAttention paper's
+    pseudocode states.
+
+    float16 and bfloat16 are computed in float32 and returned in the input's dtype, as
+    :func:`naive_attention` and :func:`tiled_attention` do.
 
     Shape:
         scores: (..., S). Returns (..., S).
@@ -56,6 +62,8 @@ def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
         ValueError: block_size < 1, or a row that is entirely :math:`-\infty`.
     """
     block_size = _check_online_softmax_args(scores, block_size)
+    if scores.dtype in LOW_PRECISION:  # float16: computed in float32
+        return online_softmax(scores.float(), block_size).to(scores.dtype)
     running_max = torch.full(scores.shape[:-1], -math.inf, dtype=scores.dtype,
                              device=scores.device)  # (...,)
     running_sum = torch.zeros_like(running_max)
@@ -63,8 +71,9 @@ def online_softmax(scores: Tensor, block_size: int = 128) -> Tensor:
         block = scores[..., start:start + block_size]  # (..., b)
         new_max = torch.maximum(running_max, block.amax(-1))
         # While a row has seen only -inf, m' = -inf and e^(m - m') would be
-        # e^(-inf + inf) = NaN: exponents are then taken relative to 0, as in
-        # FlashAttention, so e^(-inf - 0) = 0 discards the empty sum.
+        # e^(-inf + inf) = NaN: exponents are then taken relative to 0 (as
+        # FlashAttention-2's CUDA code does), so e^(-inf - 0) = 0 discards
+        # the empty sum.
         ref = torch.where(torch.isneginf(new_max), 0.0, new_max)  # (...,)
         running_sum = running_sum * torch.exp(running_max - ref) \
             + torch.exp(block - ref.unsqueeze(-1)).sum(-1)
@@ -135,12 +144,18 @@ def tiled_attention(
     For each block of queries, the keys and values are visited block by block; only a
     ``block_size_q`` by ``block_size_k`` tile of scores exists at any time. With ``is_causal``
     (upper-left aligned, as :func:`torch.nn.functional.scaled_dot_product_attention`), key
-    blocks that lie entirely above the diagonal are skipped, halving the work.
+    blocks that lie entirely above the diagonal are skipped: for :math:`L = S = n b` with
+    square tiles of size :math:`b`, :math:`n(n+1)/2` of the :math:`n^2` tiles, a fraction
+    :math:`(n+1)/2n` (one half only as :math:`n \to \infty`).
 
     Without gradients the tiles are updated in place, so one tile of scores is all the extra
-    memory. With gradients, autograd stores every tile for the backward pass, as naive attention
-    stores its score matrix; FlashAttention's backward instead recomputes the tiles from the saved
-    row maxima and sums, which this plain-PyTorch version does not attempt.
+    memory. The running maximum is detached from autograd, as Rabe and Staats stop the
+    gradient of theirs: the output does not depend on the reference point :math:`m` of the
+    exponents, so the gradients are unchanged, and autograd need not keep the score tiles for
+    the maximum's backward. With gradients it still keeps each tile's exponentials
+    :math:`e^{s - m}` for the backward pass, so training memory grows like :math:`L S`; the
+    memory-efficient backward of Rabe and Staats (checkpointing each chunk) and of
+    FlashAttention (recomputing the tiles from the saved row maxima and sums) is not attempted.
 
     Shape:
         query (..., L, E), key (..., S, E), value (..., S, Ev). Returns (..., L, Ev).
@@ -183,9 +198,11 @@ def tiled_attention(
                 cols = torch.arange(k0, k1, device=query.device)
                 # in place: the matrix product does not save its output
                 s.masked_fill_(cols > rows, -math.inf)
-            new_max = torch.maximum(row_max, s.amax(-1))  # (..., bq)
+            # m' is only the exponents' reference point: no gradient (Rabe and
+            # Staats's stop_gradient), so autograd need not keep s for amax
+            new_max = torch.maximum(row_max, s.detach().amax(-1))  # (..., bq)
             # A row with only -inf scores so far keeps m' = -inf: exponents
-            # relative to 0 then (FlashAttention's rule), not -inf + inf = NaN.
+            # relative to 0 then (FlashAttention-2's code), not -inf+inf = NaN.
             ref = torch.where(torch.isneginf(new_max), 0.0, new_max)
             correction = torch.exp(row_max - ref)  # (..., bq)
             if in_place:  # s becomes p = exp(s - m'): no second tile
@@ -193,7 +210,7 @@ def tiled_attention(
                 row_sum.mul_(correction).add_(p.sum(-1))
                 acc.mul_(correction.unsqueeze(-1))
                 acc.add_(p @ value[..., k0:k1, :])  # (..., bq, Ev)
-            else:  # autograd keeps each tile for the backward pass
+            else:  # autograd keeps each tile's p for the backward pass
                 p = torch.exp(s - ref.unsqueeze(-1))  # (..., bq, bk)
                 row_sum = row_sum * correction + p.sum(-1)
                 acc = acc * correction.unsqueeze(-1) + p @ value[..., k0:k1, :]
@@ -236,7 +253,8 @@ def peak_memory(fn: Callable[[], object]) -> int:
     PyTorch's profiler records every allocation and free with its size and the moment it
     happened; the running total's maximum is the peak of memory that ``fn`` allocated on top of
     what existed before. The sizes are those the code requests, so the figure is the same on
-    every machine, unless a kernel sizes a workspace by the number of threads (PyTorch's fused
+    every machine with the same PyTorch version (another version's kernels may ask for other
+    sizes), unless a kernel sizes a workspace by the number of threads (PyTorch's fused
     attention kernel does). Memory obtained outside PyTorch's allocator is not seen.
 
     Raises:
@@ -272,13 +290,28 @@ def _allocations(fn: Callable[[], object]) -> list[int]:
     return [record.nbytes() for record in records]
 
 
+@overload
+def median_times(
+    *fns: Callable[[], object], repeats: int = ..., warmup: int = ..., clock: str = ...,
+    num_threads: int | None = ..., spread: Literal[False] = ...,
+) -> list[float]: ...
+
+
+@overload
+def median_times(
+    *fns: Callable[[], object], repeats: int = ..., warmup: int = ..., clock: str = ...,
+    num_threads: int | None = ..., spread: Literal[True],
+) -> list[tuple[float, float, float]]: ...
+
+
 def median_times(
     *fns: Callable[[], object],
     repeats: int = 5,
     warmup: int = 1,
     clock: str = "wall",
     num_threads: int | None = None,
-) -> list[float]:
+    spread: bool = False,
+) -> list[float] | list[tuple[float, float, float]]:
     """Median seconds of each of ``fns``, timed in alternation after a warm-up.
 
     Every repetition calls each function once and the order rotates from one repetition to the
@@ -297,17 +330,21 @@ def median_times(
         clock: ``"wall"`` or ``"thread"``.
         num_threads: PyTorch's intra-op threads during the measurement, restored afterwards;
             None keeps the current setting.
+        spread: also return the fastest and the slowest call, to show how far the repeats
+            of one measurement differ on a busy machine.
 
     Returns:
-        One median in seconds per function, in the order given.
+        One median in seconds per function, in the order given; with ``spread``, one
+        ``(min, median, max)`` per function.
 
     Raises:
         ValueError: no function, ``repeats`` < 1, ``warmup`` < 0, an unknown ``clock``,
             ``num_threads`` < 1, or ``clock="thread"`` with more than one thread.
-        TypeError: an argument that is not callable.
+        TypeError: an argument that is not callable, a ``spread`` that is not a bool.
     """
     repeats, warmup, threads = _check_timing_args(fns, repeats, warmup, clock,
                                                   num_threads)
+    check_flag("spread", spread)
     previous = torch.get_num_threads()
     now = time.thread_time if clock == "thread" else time.perf_counter
     torch.set_num_threads(threads)
@@ -324,6 +361,8 @@ def median_times(
                 times[i].append(now() - start)
     finally:
         torch.set_num_threads(previous)
+    if spread:
+        return [(min(t), statistics.median(t), max(t)) for t in times]
     return [statistics.median(t) for t in times]
 
 
