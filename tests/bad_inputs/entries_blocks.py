@@ -383,12 +383,13 @@ def _() -> Call:
 
 @entry("median_times")
 def _() -> Call:
-    def fn(fns, repeats, warmup, clock, num_threads):  # type: ignore[no-untyped-def]
+    def fn(fns, repeats, warmup, clock, num_threads, spread):  # type: ignore[no-untyped-def]
         return api("median_times")(fns, repeats=repeats, warmup=warmup, clock=clock,
-                                   num_threads=num_threads)
+                                   num_threads=num_threads, spread=spread)
 
     return Call(fn, {"fns": Func(lambda: None), "repeats": Count(1), "warmup": Count(0, 0),
-                     "clock": Choice("wall"), "num_threads": Count(1, optional=True)})
+                     "clock": Choice("wall"), "num_threads": Count(1, optional=True),
+                     "spread": Flag(False)})
 
 
 @entry("cpu_caches")
