@@ -66,7 +66,7 @@ def test_the_longest_chapters_start_first_and_the_table_keeps_the_given_order() 
     given = [f"chapters/{name}.ipynb" for name in (
         "01_kernel_regression", "04_seq2seq_attention", "05_multihead_self_attention",
         "09_attention_in_language_models", "10_modern_attention")]
-    assert reproduce.longest_first(given) == [given[4], given[1], given[3], given[0], given[2]]
+    assert reproduce.longest_first(given) == [given[1], given[3], given[4], given[0], given[2]]
     assert reproduce.longest_first(given[::-1])[3:] == [given[2], given[0]]
 
 

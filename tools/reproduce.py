@@ -36,14 +36,14 @@ NBVAL = [
 ]
 _COUNT = re.compile(r"(\d+) (passed|failed|error|errors|skipped)")
 
-#: nbval seconds per chapter, two chapters side by side on the 2-core machine (CI's `make test`,
-#: 2026-11-27). Only the order in which notebooks start depends on it: the longest start first,
+#: nbval seconds per chapter, two chapters side by side on the 2-core machine (a fresh clone's
+#: `make test`, AMD EPYC, 2026-11-28). Only the order in which notebooks start depends on it: the longest start first,
 #: so that no long chapter starts last and runs alone at the end (in file order chapter 10
 #: started last, and nbval took 575 s of wall clock for 844 s of chapter time on two cores).
 MEASURED_SECONDS = {
-    "10_modern_attention": 309, "04_seq2seq_attention": 254,
-    "09_attention_in_language_models": 100, "07_transformer": 97,
-    "08_efficient_attention": 25,
+    "04_seq2seq_attention": 419, "07_transformer": 181,
+    "09_attention_in_language_models": 170, "10_modern_attention": 155,
+    "08_efficient_attention": 55,
 }
 
 
