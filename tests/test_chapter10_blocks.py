@@ -257,3 +257,30 @@ def test_recall_models_share_the_convolution_and_training_lowers_the_loss() -> N
     losses = rc.train_recall(model, steps=40, max_pairs=4, lr=1e-2, batch=16)
     assert len(losses) == 40 and not model.training
     assert sum(losses[-5:]) < sum(losses[:5])
+
+
+@pytest.mark.parametrize("taps", [1, 2, 4])
+def test_recall_models_short_convolution_is_nn_conv1d(taps: int) -> None:
+    """recall_model computes its depthwise convolution as shifted products: the same function
+    and the same parameter as the nn.Conv1d it replaces, forward and backward, and the cache
+    that reads one token at a time gives the full pass."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(6, 6, taps, groups=6, bias=False, dtype=F64)
+    short = rc._ShortConv.of(conv)
+    assert short.weight is conv.weight
+    x = torch.randn(3, 6, taps - 1 + 9, dtype=F64, requires_grad=True)
+    expected, got = conv(x), short(x)
+    torch.testing.assert_close(got, expected, **TIGHT)
+    grads = [torch.autograd.grad(y.square().sum(), (x, conv.weight)) for y in (expected, got)]
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(b, a, **TIGHT)
+    with pytest.raises(ValueError, match="depthwise"):
+        rc._ShortConv.of(torch.nn.Conv1d(6, 6, taps, bias=False))
+    model = rc.recall_model("hybrid", conv_size=taps, seed=0)
+    assert all(isinstance(block.mixer.conv, rc._ShortConv) for block in model.blocks)
+    tokens, _ = rc.recall_task(2, 5, 3, seed=1)
+    cache = MixerCache()
+    with torch.no_grad():
+        stepped = torch.cat([model(tokens[:, t:t + 1], cache) for t in range(tokens.shape[1])],
+                            dim=1)
+        torch.testing.assert_close(stepped, model(tokens), atol=1e-5, rtol=1e-5)

@@ -42,7 +42,7 @@ _COUNT = re.compile(r"(\d+) (passed|failed|error|errors|skipped)")
 #: started last, and nbval took 575 s of wall clock for 844 s of chapter time on two cores).
 MEASURED_SECONDS = {
     "04_seq2seq_attention": 419, "07_transformer": 181,
-    "09_attention_in_language_models": 170, "10_modern_attention": 155,
+    "09_attention_in_language_models": 170, "10_modern_attention": 100,
     "08_efficient_attention": 55,
 }
 

@@ -93,7 +93,37 @@ def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 
         return DeltaNet(dim, num_heads, rule=k, conv_size=conv_size)
 
     kinds = ["delta", "softmax"] if kind == "hybrid" else [kind]
-    return MixerLM(128, [layer(k) for k in kinds], d_ff=2 * dim)
+    model = MixerLM(128, [layer(k) for k in kinds], d_ff=2 * dim)
+    for mixer in list(model.modules()):
+        if isinstance(mixer, CausalSelfAttention | DeltaNet) and mixer.conv is not None:
+            mixer.conv = _ShortConv.of(mixer.conv)
+    return model
+
+
+class _ShortConv(nn.Conv1d):
+    """A depthwise convolution without bias, computed as ``K`` shifted products.
+
+    The same function and parameters as the ``nn.Conv1d`` it replaces: on a CPU without oneDNN
+    (:func:`~attnlib.book.repro.fix_cpu_kernels` turns it off), PyTorch computes a depthwise
+    convolution of 2 taps several times slower than these products, forward and backward.
+    """
+
+    @classmethod
+    def of(cls, conv: nn.Conv1d) -> _ShortConv:
+        if conv.bias is not None or not conv.in_channels == conv.out_channels == conv.groups:
+            raise ValueError("only a depthwise convolution without bias has a _ShortConv")
+        short = cls(conv.in_channels, conv.out_channels, conv.kernel_size[0],
+                    groups=conv.groups, bias=False, device="meta")
+        short.weight = conv.weight  # the same parameter, not a copy
+        return short
+
+    def forward(self, x: Tensor) -> Tensor:  # (B, C, K - 1 + L) -> (B, C, L)
+        taps = self.weight[:, 0]  # (C, K)
+        length = x.shape[-1] - taps.shape[1] + 1
+        out = x[..., :length] * taps[:, :1]
+        for j in range(1, taps.shape[1]):
+            out = out + x[..., j:j + length] * taps[:, j:j + 1]
+        return out
 
 
 @dataclass(frozen=True)
@@ -127,8 +157,8 @@ class RecallConfig:
         return train_recall(model, **options)
 
 
-def train_recall(model: MixerLM, steps: int = 500, max_pairs: int = 64, lr: float = 3e-3,
-                 batch: int = 64, seed: int = 0) -> list[float]:
+def train_recall(model: MixerLM, steps: int = 250, max_pairs: int = 32, lr: float = 2e-2,
+                 batch: int = 32, seed: int = 0) -> list[float]:
     """Train on lines of 1 to n pairs, every pair asked; n rises from 4 to ``max_pairs``.
 
     A curriculum: at step s the number of pairs is drawn uniformly from 1 to
