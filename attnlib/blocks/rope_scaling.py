@@ -86,6 +86,42 @@ def yarn_ramp(head_dim: int, base: float, train_length: int, alpha: float = 1.0,
     return ((turns - alpha) / (beta - alpha)).clamp(0.0, 1.0)
 
 
+def yarn_ramp_shipped(head_dim: int, base: float, train_length: int, alpha: float = 1.0,
+                      beta: float = 32.0) -> Tensor:
+    r"""YaRN's :math:`\gamma_i` as the reference code and Hugging Face's ``"yarn"`` compute it.
+
+    The paper's ramp (:func:`yarn_ramp`) is linear in the turns :math:`r_i`. The code that
+    released models run instead finds the pair index at which a pair turns :math:`\beta` times
+    and the one at which it turns :math:`\alpha` times over L,
+    :math:`d(r) = E \ln(L / (2\pi r)) / (2 \ln b)`, rounds the first down and the second up,
+    and ramps linearly in the pair index i between them:
+    :math:`\gamma_i = 1 - \mathrm{clamp}((i - \lfloor d(\beta) \rfloor) /
+    (\lceil d(\alpha) \rceil - \lfloor d(\beta) \rfloor), 0, 1)`. Both keep the pairs that
+    turn often and interpolate those that turn seldom; between, they differ. (Hugging Face's
+    ``truncate=False``, used by a few configurations, skips the rounding.)
+
+    Shape:
+        - output: (E/2,), float64
+
+    Raises:
+        ValueError: as :func:`yarn_ramp`.
+    """
+    _check_head_dim(head_dim)
+    check_positive("base", base)
+    check_int("train_length", train_length, minimum=1)
+    _check_alpha_beta(alpha, beta)
+
+    def pair_index(turns: float) -> float:  # the pair that turns ``turns`` times over L
+        return head_dim * math.log(train_length / (2 * math.pi * turns)) / (2 * math.log(base))
+
+    low = max(math.floor(pair_index(beta)), 0)
+    high = min(math.ceil(pair_index(alpha)), head_dim - 1)
+    if low == high:
+        high += 0.001  # as the reference code: no division by zero
+    i = torch.arange(head_dim // 2, dtype=torch.float64)  # (E/2,)
+    return 1 - ((i - low) / (high - low)).clamp(0.0, 1.0)
+
+
 def scaled_frequencies(
     head_dim: int, base: float = 10000.0, method: str = "rope",
     scale: float = 1.0, train_length: int | None = None, alpha: float = 1.0,
