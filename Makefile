@@ -123,11 +123,15 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	python -m pytest tests/
 
-# Chapters side by side, one per core (NBVAL_JOBS), each in its own pytest process and kernel;
-# a merged table of cells, seconds and figures at the end (tools/nbval_chapters.py).
+# Chapters side by side, one per core (NBVAL_JOBS), each in its own pytest process and kernel
+# and on one thread (NBVAL_THREADS): two chapters at two threads each, and chapter 4's worker
+# processes with two threads each, ask for more threads than there are cores (chapter 4 alone on
+# 2 cores: 269 s at 2 threads, 155 s at 1; the outputs are the same, `make reproduce` checks it).
+# A merged table of cells, seconds and figures at the end (tools/nbval_chapters.py).
 NBVAL_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+export NBVAL_THREADS ?= 1
 nbval: $(STAMP)
-	python tools/nbval_chapters.py --jobs $(NBVAL_JOBS) $(NOTEBOOKS)
+	ATTNLIB_NUM_THREADS=$(NBVAL_THREADS) python tools/nbval_chapters.py --jobs $(NBVAL_JOBS) $(NOTEBOOKS)
 
 # Chromium and a CJK font for the browser test: installed with apt-get where missing (as root or
 # with passwordless sudo), else one line saying what to install. Checked first by `make test`.
@@ -159,7 +163,7 @@ test: system-packages $(STAMP)
 
 # The stored outputs must not depend on the thread count, on the CPU code path PyTorch picks
 # (ATEN_CPU_CAPABILITY: default = no vector instructions, as on an older machine; `native` for
-# PyTorch's own choice) or on the CPU's vendor. `make test` runs nbval at 2 threads on the
+# PyTorch's own choice) or on the CPU's vendor. `make test` runs nbval at 1 thread on the
 # machine's own code path; this adds the two combinations that find different things: 1 thread
 # without vector instructions, and 2 threads with avx2 as an AMD processor runs them
 # (THREADS:CAPABILITY:amd sets ATTNLIB_CPU_VENDOR=AuthenticAMD: attnlib.fix_cpu_kernels then asks

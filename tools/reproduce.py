@@ -7,7 +7,7 @@ The stored outputs must not depend on the thread count, on the CPU code path PyT
 ``AuthenticAMD``, so that :func:`attnlib.fix_cpu_kernels` asks MKL only for what MKL gives an AMD
 processor (MKL honours a pinned instruction set on Intel processors only): an Intel machine then
 computes what an AMD reader's does. The default matrix is the two combinations that find
-different things, each unlike ``make test``'s own run (2 threads, the machine's code path):
+different things, each unlike ``make test``'s own run (1 thread, the machine's code path):
 1 thread with ``default`` and 2 threads with ``avx2`` as on AMD. Notebooks run side by side, one per core,
 each in its own pytest process and kernel (much of a notebook's time is single-threaded: kernel
 start, Python loops, plotting; the outputs do not depend on the timing).
@@ -110,12 +110,12 @@ def run_one(threads: int, capability: str, notebooks: list[str],
 
 def make_test_run() -> tuple[int, str]:
     """The thread count and the CPU code path of `make test`'s nbval run on this machine: the
-    Makefile's ATTNLIB_NUM_THREADS and the capability PyTorch picks with no override."""
+    Makefile's NBVAL_THREADS and the capability PyTorch picks with no override."""
     env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
     probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     picked = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
                             text=True, check=True).stdout.strip().lower()
-    return int(os.environ.get("ATTNLIB_NUM_THREADS", "2")), picked
+    return int(os.environ.get("NBVAL_THREADS", "1")), picked
 
 
 def main(argv: list[str]) -> int:
