@@ -223,8 +223,10 @@ class DeltaNet(nn.Module):
     a depthwise causal convolution over the last ``conv_size`` tokens (Yang et al.'s short
     convolution, which lets a key at token t see token t - 1). ``gated`` adds the decay
     :math:`\alpha_t` (Gated DeltaNet); ``rule="linear"`` replaces the delta rule by chapter 9's
-    causal linear attention (:math:`\phi` = elu + 1, normalised), the baseline it improves on.
-    ``forward(x, state)`` returns the output and the state to continue from: the memory
+    causal linear attention (:math:`\phi` = elu + 1, normalised), the baseline it improves on;
+    ``rule="accumulate"`` keeps DeltaNet's keys, values and :math:`\beta_t` but adds instead of
+    overwriting, :math:`M_t = M_{t-1} + \beta_t k_t v_t^\top` (the ablation that isolates the
+    update rule; no decay). ``forward(x, state)`` returns the output and the state to continue from: the memory
     (B, H, E, Ev) and the convolution's last ``conv_size - 1`` inputs (for ``rule="delta"``).
 
     Shape:
@@ -247,7 +249,9 @@ class DeltaNet(nn.Module):
         check_int("conv_size", conv_size, minimum=1)
         check_int("chunk_size", chunk_size, minimum=1)
         check_flag("gated", gated)
-        check_choice("rule", rule, ("delta", "linear"))
+        check_choice("rule", rule, ("delta", "linear", "accumulate"))
+        if gated and rule != "delta":
+            raise ValueError(f"gated needs rule = 'delta', got rule = {rule!r}")
         if embed_dim % num_heads:
             raise ValueError(f"num_heads must divide embed_dim, got embed_dim = {embed_dim} "
                              f"and num_heads = {num_heads}")
@@ -293,9 +297,12 @@ class DeltaNet(nn.Module):
                 decay = torch.sigmoid(self.decay_proj(x)).transpose(1, 2)  # (B, H, L)
                 # sigmoid underflows to 0 below about -100; keep alpha > 0
                 decay = decay.clamp_min(torch.finfo(decay.dtype).tiny)
-            run = delta_rule_chunked if L > 1 else delta_rule_recurrent
-            kwargs = {"chunk_size": self.chunk_size} if L > 1 else {}
-            out, memory = run(q, k, F.silu(v), beta, decay, memory, **kwargs)
+            if self.rule == "accumulate":
+                out, memory = self._accumulate(q, k, F.silu(v), beta, memory)
+            else:
+                run = delta_rule_chunked if L > 1 else delta_rule_recurrent
+                kwargs = {"chunk_size": self.chunk_size} if L > 1 else {}
+                out, memory = run(q, k, F.silu(v), beta, decay, memory, **kwargs)
         tail = padded[:, padded.shape[1] - (self.conv_size - 1):]  # (B, c - 1, 3D)
         merged = out.transpose(1, 2).reshape(B, L, D)  # (B, L, D)
         return self.out_proj(merged), (memory, tail)
@@ -314,6 +321,19 @@ class DeltaNet(nn.Module):
             if tuple(t.shape) != shape:
                 raise ValueError(f"{name} must have shape {shape_str(shape)} for x of shape "
                                  f"{shape_str(x.shape)}, got {shape_str(t.shape)}")
+
+    @staticmethod
+    def _accumulate(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, memory: Tensor | None
+                    ) -> tuple[Tensor, Tensor]:
+        """:math:`M_t = M_{t-1} + \beta_t k_t v_t^\top`, :math:`o_t = M_t^\top q_t`, in the
+        quadratic order within the call, (Q K^T masked, times beta by column) V."""
+        bv = beta[..., None] * v  # (B, H, L, Ev)
+        out = (q @ k.transpose(-2, -1)).tril() @ bv  # (B, H, L, Ev)
+        sums = k.transpose(-2, -1) @ bv  # (B, H, E, Ev)
+        if memory is not None:
+            out = out + q @ memory
+            sums = sums + memory
+        return out, sums
 
     @staticmethod
     def _linear(q: Tensor, k: Tensor, v: Tensor, memory: Tensor | None

@@ -13,7 +13,7 @@ describes one such model for :func:`attnlib.train.runs.train_runs`, which trains
 by side in worker processes.
 
 :func:`write_and_read` is the same question without training: ``pairs`` random unit keys in
-``dim`` dimensions and one-hot values written into a memory by accumulation
+``dim`` dimensions and Gaussian values written into a memory by accumulation
 (:math:`M \mathrel{+}= k v^\top`) or by the delta rule, then read back with each key.
 """
 
@@ -31,7 +31,10 @@ from attnlib.blocks.delta_rule import DeltaNet, delta_rule_recurrent
 from attnlib.blocks.gated_attention import CausalSelfAttention
 from attnlib.models.mixer_lm import MixerLM
 
-__all__ = ["RecallConfig", "recall_accuracy", "recall_model", "recall_task", "train_recall",
+KINDS = ("softmax", "linear", "delta", "accumulate", "gated", "hybrid")
+"""The recall models :func:`recall_model` builds."""
+
+__all__ = ["KINDS", "RecallConfig", "recall_accuracy", "recall_model", "recall_task", "train_recall",
            "write_and_read"]
 
 
@@ -72,7 +75,9 @@ def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 
     ``kind`` is ``"softmax"``
     (:class:`~attnlib.blocks.gated_attention.CausalSelfAttention`), ``"linear"`` (chapter 9's
     linear attention, ``DeltaNet(rule="linear")``), ``"delta"``
-    (:class:`~attnlib.blocks.delta_rule.DeltaNet`) or ``"hybrid"``.
+    (:class:`~attnlib.blocks.delta_rule.DeltaNet`), ``"accumulate"`` (DeltaNet's keys, values
+    and beta with ``M += beta k v^T``, ``DeltaNet(rule="accumulate")``),
+    ``"gated"`` (Gated DeltaNet, ``DeltaNet(gated=True)``) or ``"hybrid"``.
     Every layer gets the same short causal convolution of ``conv_size`` taps before q, k, v,
     so a key read at a value's token can carry the key token before it. The vocabulary is
     :func:`recall_task`'s default 64 keys and 64 values. ``seed`` seeds torch's generator
@@ -81,7 +86,7 @@ def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 
     Raises:
         ValueError: if ``kind`` is unknown or a size is < 1.
     """
-    check_choice("kind", kind, ("softmax", "linear", "delta", "hybrid"))
+    check_choice("kind", kind, KINDS)
     for name, v in (("dim", dim), ("num_heads", num_heads), ("conv_size", conv_size)):
         check_int(name, v, minimum=1)
     if seed is not None:
@@ -90,6 +95,8 @@ def recall_model(kind: str, dim: int = 32, num_heads: int = 1, conv_size: int = 
     def layer(k: str) -> nn.Module:
         if k == "softmax":
             return CausalSelfAttention(dim, num_heads, conv_size=conv_size)
+        if k == "gated":
+            return DeltaNet(dim, num_heads, gated=True, conv_size=conv_size)
         return DeltaNet(dim, num_heads, rule=k, conv_size=conv_size)
 
     kinds = ["delta", "softmax"] if kind == "hybrid" else [kind]
@@ -144,7 +151,7 @@ class RecallConfig:
     conv_size: int = 2
 
     def __post_init__(self) -> None:
-        check_choice("kind", self.kind, ("softmax", "linear", "delta", "hybrid"))
+        check_choice("kind", self.kind, KINDS)
         for name in ("dim", "num_heads", "conv_size"):
             check_int(name, getattr(self, name), minimum=1)
 
