@@ -86,8 +86,8 @@ def yarn_ramp(head_dim: int, base: float, train_length: int, alpha: float = 1.0,
     return ((turns - alpha) / (beta - alpha)).clamp(0.0, 1.0)
 
 
-def yarn_ramp_shipped(head_dim: int, base: float, train_length: int, alpha: float = 1.0,
-                      beta: float = 32.0) -> Tensor:
+def yarn_ramp_shipped(head_dim: int, base: float, train_length: int,
+                      alpha: float = 1.0, beta: float = 32.0) -> Tensor:
     r"""YaRN's :math:`\gamma_i` as the reference code and Hugging Face's ``"yarn"`` compute it.
 
     The paper's ramp (:func:`yarn_ramp`) is linear in the turns :math:`r_i`. The code that
@@ -111,15 +111,17 @@ def yarn_ramp_shipped(head_dim: int, base: float, train_length: int, alpha: floa
     check_int("train_length", train_length, minimum=1)
     _check_alpha_beta(alpha, beta)
 
-    def pair_index(turns: float) -> float:  # the pair that turns ``turns`` times over L
-        return head_dim * math.log(train_length / (2 * math.pi * turns)) / (2 * math.log(base))
+    def pair_index(turns: float) -> float:  # the pair turning `turns` times
+        wavelength = train_length / turns  # in positions
+        log_ratio = math.log(wavelength / (2 * math.pi))
+        return head_dim * log_ratio / (2 * math.log(base))
 
     low = max(math.floor(pair_index(beta)), 0)
-    high = min(math.ceil(pair_index(alpha)), head_dim - 1)
+    high: float = min(math.ceil(pair_index(alpha)), head_dim - 1)
     if low == high:
         high += 0.001  # as the reference code: no division by zero
     i = torch.arange(head_dim // 2, dtype=torch.float64)  # (E/2,)
-    return 1 - ((i - low) / (high - low)).clamp(0.0, 1.0)
+    return 1 - ((i - low) / (high - low)).clamp(0.0, 1.0)  # (E/2,)
 
 
 def scaled_frequencies(

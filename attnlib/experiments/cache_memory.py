@@ -134,6 +134,10 @@ PUBLISHED: dict[str, AttentionShape] = {
     # max_position_embeddings 131072).
     "Llama 3.1 8B": AttentionShape("Llama 3.1 8B", 32, 32, 8, 128, 131072,
                                    source="grattafiori2024llama3"),
+    # Llama 3.1 70B: Grattafiori et al. 2024, Table 3 (80 layers, 64 heads, 8 key/value
+    # heads, model dimension 8192, E = 128), at the same 128K context.
+    "Llama 3.1 70B": AttentionShape("Llama 3.1 70B", 80, 64, 8, 128, 131072,
+                                    source="grattafiori2024llama3"),
 }
 """Attention shapes of published models, from their papers (see each entry's ``source``)."""
 
