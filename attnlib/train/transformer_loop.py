@@ -2,6 +2,7 @@ r"""Training a Transformer as the paper does, on a small scale: the loop of chap
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from torch import nn
 
 from attnlib._checks import check_flag, check_int, check_positive, check_probability
 from attnlib.book.progress import progress
-from attnlib.data import PAD_ID, TokenPair, Vocab, batches
+from attnlib.data import PAD_ID, Batch, TokenPair, Vocab, batches
 from attnlib.train._arguments import check_model, check_pairs, check_vocabs
 from attnlib.train.recipe import LabelSmoothingLoss, noam_schedule
 from attnlib.train.seq2seq_loop import History
@@ -31,6 +32,38 @@ class TransformerHistory(History):
 
     learning_rates: list[float] = field(default_factory=list)
     steps: int = 0
+
+
+def _to(batch: Batch, device: torch.device) -> Batch:
+    """The batch's tensors on ``device``."""
+    if device.type == "cpu":
+        return batch
+    return dataclasses.replace(batch, **{name: getattr(batch, name).to(device) for name in
+                                         ("src", "src_lengths", "tgt_in", "tgt_out",
+                                          "tgt_lengths")})
+
+
+def _training_step(model: nn.Module, batch: Batch, criterion: nn.Module,
+                   optimizer: torch.optim.Optimizer,
+                   scheduler: torch.optim.lr_scheduler.LRScheduler,
+                   clip: float | None) -> tuple[float, float]:
+    """One optimiser step on one batch. Returns the batch's summed
+    cross-entropy (without smoothing) and the learning rate it used."""
+    # teacher forcing: the decoder reads <bos> y, the target shifted right
+    logits = model(batch.src, batch.src_lengths, batch.tgt_in,
+                   batch.tgt_lengths)  # (B, L, V): every position at once
+    loss = criterion(logits, batch.tgt_out)  # y <eos>; <pad> ignored
+    optimizer.zero_grad()
+    loss.backward()
+    if clip is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    lr = float(optimizer.param_groups[0]["lr"])  # the rate this step used
+    scheduler.step()  # the next step's rate
+    with torch.no_grad():
+        ce = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(),
+                             ignore_index=PAD_ID, reduction="sum")
+    return float(ce), lr
 
 
 def train_transformer(
@@ -120,22 +153,10 @@ def train_transformer(
             total_loss, total_tokens = 0.0, 0
             for batch in batches(pairs, src_vocab, tgt_vocab, batch_size, shuffle=True,
                                  seed=seed + epoch, max_len=max_len, by_length=by_length):
-                src, tgt_out = batch.src.to(device), batch.tgt_out.to(device)
-                logits = model(src, batch.src_lengths.to(device), batch.tgt_in.to(device),
-                               batch.tgt_lengths.to(device))  # (B, L, V)
-                loss = criterion(logits, tgt_out)
-                optimizer.zero_grad()
-                loss.backward()
-                if clip is not None:
-                    nn.utils.clip_grad_norm_(model.parameters(), clip)
-                optimizer.step()
-                lr = float(optimizer.param_groups[0]["lr"])  # the rate this step used
-                scheduler.step()
+                ce, lr = _training_step(model, _to(batch, device), criterion, optimizer,
+                                        scheduler, clip)
                 history.steps += 1
-                with torch.no_grad():
-                    ce = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(),
-                                         ignore_index=PAD_ID, reduction="sum")
-                total_loss += float(ce)
+                total_loss += ce
                 total_tokens += int(batch.tgt_lengths.sum())
             history.losses.append(total_loss / total_tokens)
             history.learning_rates.append(lr)
