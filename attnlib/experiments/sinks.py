@@ -18,11 +18,12 @@ of ``window`` tokens drops that token (a rolling window) or keeps it (StreamingL
 from __future__ import annotations
 
 import copy
-from typing import cast
+from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from attnlib._checks import (
     check_device,
@@ -213,3 +214,25 @@ def loss_by_position(model: MixerLM, tokens: Tensor, window: int | None = None,
         logits = streamed(tokens[:, t:t + 1], cache)[:, 0]  # (B, V)
         losses.append(F.cross_entropy(logits, tokens[:, t + 1], reduction="none"))
     return torch.stack(losses, dim=1)  # (B, T - 1)
+
+
+@dataclass(frozen=True)
+class TwoBlockLayout:
+    """Chapter 10's two-block Bigram-Backcopy model, described for
+    :func:`~attnlib.train.runs.train_runs` (a :class:`~attnlib.train.runs.Trainable`).
+
+    ``blocks`` holds, per block, the keyword arguments of its
+    :class:`~attnlib.blocks.gated_attention.CausalSelfAttention` (``window``, ``learned_sink``)
+    as (name, value) pairs; D = 32, 2 heads, a feed-forward layer of 8, float32. ``fit`` is
+    :func:`train` with the run's options.
+    """
+
+    blocks: tuple[tuple[tuple[str, Any], ...], ...]
+
+    def build(self) -> MixerLM:
+        return MixerLM(BOS + 1, [CausalSelfAttention(32, 2, dtype=torch.float32, **dict(b))
+                                 for b in self.blocks], d_ff=8, dtype=torch.float32)
+
+    def fit(self, model: nn.Module, **options: Any) -> list[float]:
+        check_instance("model", model, MixerLM, "a MixerLM")
+        return train(cast(MixerLM, model), **options)
