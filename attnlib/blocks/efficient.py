@@ -7,8 +7,10 @@ matrix never exists:
 
 .. math::
 
-    m' = \max(m, \max_j s_j), \qquad
-    \ell' = e^{m - m'}\,\ell + \sum_j e^{s_j - m'}, \qquad
+    m' = \max(m, \max_j s_j),
+
+    \ell' = e^{m - m'}\,\ell + \sum_j e^{s_j - m'},
+
     \mathbf o' = e^{m - m'}\,\mathbf o + \sum_j e^{s_j - m'}\,\mathbf v_j,
 
 and the output is :math:`\mathbf o / \ell` after the last block.

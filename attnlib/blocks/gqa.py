@@ -9,7 +9,9 @@ Query head h reads key/value head :math:`\lfloor h / G \rfloor`:
 .. math::
 
     \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_{\lfloor h/G \rfloor}^\top}{\sqrt E}
-    \right) V_{\lfloor h/G \rfloor}, \qquad h = 0, \dots, H - 1.
+    \right) V_{\lfloor h/G \rfloor},
+
+    h = 0, \dots, H - 1.
 
 :math:`H_{kv} = H` is multi-head attention, :math:`H_{kv} = 1` multi-query attention. The key
 and value projections shrink from :math:`D \times D` to :math:`D \times H_{kv} E`, and so does
@@ -92,7 +94,9 @@ def grouped_query_attention(
     .. math::
 
         \mathrm{out}_h = \mathrm{softmax}\!\left(\frac{Q_h K_{\lfloor h/G \rfloor}^\top}
-        {\sqrt E} + \text{mask}\right) V_{\lfloor h/G \rfloor}, \qquad G = H / H_{kv}
+        {\sqrt E} + \text{mask}\right) V_{\lfloor h/G \rfloor},
+
+        G = H / H_{kv}
 
     The G query heads of a group are stacked as extra query rows of their shared key/value
     head, so the keys and values are read once per group and never copied (the result equals
@@ -165,7 +169,8 @@ class GroupedQueryAttention(nn.Module):
 
     .. math::
 
-        Q = x W^Q,\; K = x W^K,\; V = x W^V, \qquad
+        Q = x W^Q,\; K = x W^K,\; V = x W^V,
+
         \mathrm{out} = \mathrm{Concat}_h\big(\mathrm{head}_h\big)\, W^O
 
     with :math:`W^Q, W^O \in \mathbb R^{D \times D}` and

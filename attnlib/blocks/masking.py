@@ -164,7 +164,8 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
 
     .. math::
 
-        \alpha_{i} = \frac{m_i \exp(s_i)}{\sum_j m_j \exp(s_j)}, \qquad
+        \alpha_{i} = \frac{m_i \exp(s_i)}{\sum_j m_j \exp(s_j)},
+
         \alpha = 0 \text{ if every } m_j = 0
 
     A bool ``mask`` keeps the entries where it is True (the others are filled with

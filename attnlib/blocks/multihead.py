@@ -3,7 +3,8 @@ r"""Multi-head attention, numerically the same as ``torch.nn.MultiheadAttention(
 .. math::
 
     \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_H)\, W^O,
-    \qquad \mathrm{head}_i = \mathrm{Attention}(Q W_i^Q, K W_i^K, V W_i^V)
+
+    \mathrm{head}_i = \mathrm{Attention}(Q W_i^Q, K W_i^K, V W_i^V)
 
 (the Transformer paper writes h for the number of heads H). The H heads are not H separate
 modules: one ``nn.Linear`` per projection computes all heads at once, and :func:`split_heads`
@@ -90,7 +91,9 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
     .. math::
 
         x \in \mathbb R^{B \times L \times D} \;\mapsto\;
-        \mathbb R^{B \times H \times L \times E}, \qquad E = D / H
+        \mathbb R^{B \times H \times L \times E},
+
+        E = D / H
 
     Head i holds features :math:`iE, \dots, (i + 1)E - 1` of every position. The inverse is
     :func:`merge_heads`.
@@ -170,7 +173,8 @@ class MultiHeadAttention(nn.Module):
     .. math::
 
         \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_H)
-            W^O + b^O, \qquad
+            W^O + b^O,
+
         \mathrm{head}_i = \mathrm{softmax}\!\left(
             \frac{(Q W_i^Q)(K W_i^K)^\top}{\sqrt{E}} + M \right) V W_i^V
 

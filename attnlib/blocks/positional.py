@@ -96,7 +96,8 @@ def sinusoidal_encoding(
 
     .. math::
 
-        \mathrm{PE}(pos, 2i) = \sin\!\left(\frac{pos}{\text{base}^{2i/d}}\right), \qquad
+        \mathrm{PE}(pos, 2i) = \sin\!\left(\frac{pos}{\text{base}^{2i/d}}\right),
+
         \mathrm{PE}(pos, 2i + 1) = \cos\!\left(\frac{pos}{\text{base}^{2i/d}}\right)
 
     Column pair i oscillates with frequency :math:`\omega_i = \text{base}^{-2i/d}`: wavelengths
@@ -149,7 +150,8 @@ def relative_shift_matrix(
 
     .. math::
 
-        M_k = \mathrm{diag}(B_0, \dots, B_{d/2 - 1}), \qquad
+        M_k = \mathrm{diag}(B_0, \dots, B_{d/2 - 1}),
+
         B_i = \begin{pmatrix} \cos \omega_i k & \sin \omega_i k \\
                               -\sin \omega_i k & \cos \omega_i k \end{pmatrix}
 
@@ -324,7 +326,8 @@ class RotaryPositionalEmbedding(nn.Module):
         \begin{pmatrix} \cos m\theta_i & -\sin m\theta_i \\
                         \sin m\theta_i & \cos m\theta_i \end{pmatrix}
         \begin{pmatrix} x_{2i} \\ x_{2i+1} \end{pmatrix},
-        \qquad x' = R_m x
+
+        x' = R_m x
 
     Apply it to queries and keys (not values) after projection, before the scores. Since
     :math:`R_m^\top R_n = R_{n - m}`,

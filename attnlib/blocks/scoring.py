@@ -236,7 +236,8 @@ class KeyValueAttention(nn.Module):
 
     .. math::
 
-        \mathrm{attn}(\mathbf q_i) = \sum_{j=1}^{S} \alpha_{ij} \mathbf v_j, \qquad
+        \mathrm{attn}(\mathbf q_i) = \sum_{j=1}^{S} \alpha_{ij} \mathbf v_j,
+
         \alpha_{ij} = \frac{m_{ij} \exp a(\mathbf q_i, \mathbf k_j)}
             {\sum_{j'} m_{ij'} \exp a(\mathbf q_i, \mathbf k_{j'})}
 
@@ -289,7 +290,8 @@ class AttentionPooling(nn.Module):
 
     .. math::
 
-        \mathbf c = \sum_{n=1}^{S} \alpha_n \mathbf x_n, \qquad
+        \mathbf c = \sum_{n=1}^{S} \alpha_n \mathbf x_n,
+
         \alpha_n = \operatorname{softmax}_n \frac{\mathbf q^\top \mathbf x_n}{\sqrt E}
 
     The query :math:`\mathbf q` is a parameter, the same for every example, trained with the
@@ -342,7 +344,8 @@ def hard_attention(
 
     .. math::
 
-        j^*_i = \operatorname*{arg\,max}_{j:\, m_{ij}} a(\mathbf q_i, \mathbf k_j), \qquad
+        j^*_i = \operatorname*{arg\,max}_{j:\, m_{ij}} a(\mathbf q_i, \mathbf k_j),
+
         \mathrm{out}_i = \mathbf v_{j^*_i}
 
     This is the deterministic variant, the :math:`\tau \to 0` limit of the softmax. (Xu et al.'s

@@ -6,7 +6,8 @@ use: query i attends to keys i - w + 1, ..., i, a band of width w below the diag
 
 .. math::
 
-    \text{band}_{i,j} = [\, i - w < j \le i \,], \qquad
+    \text{band}_{i,j} = [\, i - w < j \le i \,],
+
     \mathrm{out}_i = \sum_{j = i - w + 1}^{i} \mathrm{softmax}_j\!\left(
     \frac{q_i \cdot k_j}{\sqrt E}\right) v_j .
 
@@ -83,8 +84,10 @@ def sliding_window_attention(
 
     .. math::
 
-        \text{query } r \text{ of a block sees local key } c \iff r < c \le r + w
-        \quad (c \text{ counts from the start of the previous block}).
+        \begin{aligned}
+        &\text{query } r \text{ of a block sees local key } c \iff r < c \le r + w \\
+        &\quad (c \text{ counts from the start of the previous block}).
+        \end{aligned}
 
     The sequence is padded with zeros at the front (one block: the "previous block" of block
     0) and at the end (to a multiple of w); the front padding is masked by the band's

@@ -157,7 +157,8 @@ def key_retrieval_task(
 
     .. math::
 
-        \mathbf q_i = \mathbf M \mathbf k_i + \sigma \boldsymbol\varepsilon_i, \qquad
+        \mathbf q_i = \mathbf M \mathbf k_i + \sigma \boldsymbol\varepsilon_i,
+
         \boldsymbol\varepsilon_i \sim \mathcal N(0, \mathbf I_{E_q}).
 
     Attention solves the task if every query puts its largest weight on its own key; its

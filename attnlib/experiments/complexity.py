@@ -5,8 +5,10 @@ There are three ways to do it:
 
 .. math::
 
-    \text{recurrent: } y_t = f(y_{t-1}, x_t), \qquad
-    \text{convolutional: } y_t = f(x_{t-1}, x_t, x_{t+1}), \qquad
+    \text{recurrent: } y_t = f(y_{t-1}, x_t),
+
+    \text{convolutional: } y_t = f(x_{t-1}, x_t, x_{t+1}),
+
     \text{self-attention: } y_t = f(x_t, X, X).
 
 Table 1 of Vaswani et al. (2017) compares them by the work of one layer, the number of

@@ -4,7 +4,8 @@ The task, :func:`lookback_task`, asks at every position for the token ``shift`` 
 
 .. math::
 
-    y_i = x_{i - \text{shift}} \quad (i \ge \text{shift}), \qquad
+    y_i = x_{i - \text{shift}} \quad (i \ge \text{shift}),
+
     y_i \text{ ignored} \quad (i < \text{shift}).
 
 It is defined for every length, and it cannot be solved without positions: the answer is one of
@@ -129,9 +130,11 @@ class LookbackModel(nn.Module):
 
     .. math::
 
-        X = \mathrm{Embed}(x) \,[+\, P], \qquad
+        X = \mathrm{Embed}(x) \,[+\, P],
+
         \mathrm{head} = \mathrm{softmax}\!\left(\frac{\rho(X W^Q)\,\rho(X W^K)^\top}{\sqrt E}
-        \right) X W^V, \qquad
+        \right) X W^V,
+
         \mathrm{logits} = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h) W^O W^C
 
     where P is the sinusoidal or learned table (added) and :math:`\rho` is the RoPE rotation

@@ -6,7 +6,8 @@ add) per weight and token. For a batch of B sequences at context t, per decoding
 
 .. math::
 
-    \text{FLOPs} = B \big(2 W + 4 N H E\, t\big), \qquad
+    \text{FLOPs} = B \big(2 W + 4 N H E\, t\big),
+
     \text{bytes} = b\, W + B \cdot 2 N H_{kv} E\, t\, b,
 
 with W the weights of the matrix products (every layer's projections and feed-forward, and

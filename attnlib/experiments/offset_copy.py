@@ -93,7 +93,10 @@ class OffsetCopyModel(nn.Module):
 
     .. math::
 
-        H = E[x] + P, \qquad Y = \mathrm{MultiHead}(H, H, H), \qquad
+        H = E[x] + P,
+
+        Y = \mathrm{MultiHead}(H, H, H),
+
         \text{logits}_{t, k} = Y_t W_k + b_k
 
     No residual connection: the output at t is what attention fetched, nothing else. The
@@ -212,7 +215,8 @@ def attention_by_offset(weights: Tensor) -> Tensor:
     .. math::
 
         \text{profile}_{h, i} = \frac{1}{BL} \sum_{b, t} A_{b, h, t, (t + o_i) \bmod L},
-        \qquad o_i = i - \lfloor L/2 \rfloor
+
+        o_i = i - \lfloor L/2 \rfloor
 
     so column :math:`\lfloor L/2 \rfloor` is the query's own position and its neighbours sit
     left and right of it. Each row sums to 1 (every weight has exactly one offset).

@@ -6,12 +6,15 @@ mask), and the model is trained to predict every next token at once:
 
 .. math::
 
-    \mathbf H^{(0)} = E[\mathbf x], \qquad
-    \mathbf Z = \mathbf H^{(n-1)} + \mathrm{Attn}(\mathrm{LN}_1(\mathbf H^{(n-1)})), \qquad
+    \mathbf H^{(0)} = E[\mathbf x],
+
+    \mathbf Z = \mathbf H^{(n-1)} + \mathrm{Attn}(\mathrm{LN}_1(\mathbf H^{(n-1)})),
+
     \mathbf H^{(n)} = \mathbf Z + \mathrm{FFN}(\mathrm{LN}_2(\mathbf Z)),
 
     p(x_{t+1} \mid x_{\le t}) = \mathrm{softmax}(\mathrm{LN}(\mathbf H^{(N)}_t)\, E^\top),
-    \qquad \mathcal L = -\frac{1}{T}\sum_t \log p(x_{t+1} \mid x_{\le t}).
+
+    \mathcal L = -\frac{1}{T}\sum_t \log p(x_{t+1} \mid x_{\le t}).
 
 Three choices follow the models of 2023-2025 rather than the 2017 paper, each one flag:
 pre-LN blocks with a final LayerNorm; RoPE on queries and keys instead of added sinusoids; and

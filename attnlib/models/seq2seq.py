@@ -9,9 +9,9 @@ the encoder states are the **keys** and also the **values**, and the additive sc
 .. math::
 
     e_{tj} = \mathbf w_v^\top \tanh(\mathbf W_q \mathbf s_{t-1} + \mathbf W_k \mathbf h_j + \mathbf b),
-    \qquad
+
     \alpha_{tj} = \operatorname{softmax}_j(e_{tj}),
-    \qquad
+
     \mathbf c_t = \sum_j \alpha_{tj} \mathbf h_j .
 
 The context :math:`\mathbf c_t` is fed into the decoder GRU with the previous target word and
@@ -169,9 +169,11 @@ class Encoder(nn.Module):
     .. math::
 
         \overrightarrow{\mathbf h}_j = \mathrm{GRU}_\rightarrow(\mathbf x_j,
-            \overrightarrow{\mathbf h}_{j-1}), \qquad
+            \overrightarrow{\mathbf h}_{j-1}),
+
         \overleftarrow{\mathbf h}_j = \mathrm{GRU}_\leftarrow(\mathbf x_j,
-            \overleftarrow{\mathbf h}_{j+1}), \qquad
+            \overleftarrow{\mathbf h}_{j+1}),
+
         \mathbf h_j = [\overrightarrow{\mathbf h}_j; \overleftarrow{\mathbf h}_j]
 
     Each sentence is read over its own length n only: the backward GRU starts at the sentence's
@@ -238,10 +240,13 @@ class AttentionDecoder(nn.Module):
 
     .. math::
 
-        \mathbf c_t = \sum_j \alpha_{tj} \mathbf h_j, \quad
+        \mathbf c_t = \sum_j \alpha_{tj} \mathbf h_j,
+
         \alpha_{tj} = \operatorname{softmax}_j \mathbf w_v^\top
-            \tanh(\mathbf W_q \mathbf s_{t-1} + \mathbf W_k \mathbf h_j + \mathbf b), \quad
-        \mathbf s_t = \mathrm{GRU}([\mathrm{emb}(y_{t-1}); \mathbf c_t], \mathbf s_{t-1}), \quad
+            \tanh(\mathbf W_q \mathbf s_{t-1} + \mathbf W_k \mathbf h_j + \mathbf b),
+
+        \mathbf s_t = \mathrm{GRU}([\mathrm{emb}(y_{t-1}); \mathbf c_t], \mathbf s_{t-1}),
+
         \mathrm{logits}_t = \mathbf W_o [\mathbf s_t; \mathbf c_t] + \mathbf b_o
 
     With ``use_attention=False``, :math:`\mathbf c_t = \mathbf c` is the fixed context of the
@@ -443,7 +448,8 @@ def greedy_decode(
 
     .. math::
 
-        \hat y_t = \operatorname*{arg\,max}_y \, p(y \mid \hat y_{<t}, \mathbf x), \qquad
+        \hat y_t = \operatorname*{arg\,max}_y \, p(y \mid \hat y_{<t}, \mathbf x),
+
         \hat y_0 = \texttt{<bos>}
 
     A sentence is finished once it has produced ``eos_id``; after that its row holds the

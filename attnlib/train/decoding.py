@@ -126,7 +126,8 @@ def greedy_decode(
 
     .. math::
 
-        \hat y_t = \operatorname*{arg\,max}_y \, p(y \mid \hat y_{<t}, \mathbf x), \qquad
+        \hat y_t = \operatorname*{arg\,max}_y \, p(y \mid \hat y_{<t}, \mathbf x),
+
         \hat y_0 = \texttt{<bos>}
 
     The encoder runs once. With ``use_cache`` each step feeds only the newest token and reuses
@@ -186,7 +187,8 @@ def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
 
     .. math::
 
-        \mathrm{lp}(n) = \left(\frac{5 + n}{6}\right)^{\alpha}, \qquad
+        \mathrm{lp}(n) = \left(\frac{5 + n}{6}\right)^{\alpha},
+
         \text{score}(\mathbf y) = \frac{\log p(\mathbf y \mid \mathbf x)}{\mathrm{lp}(|\mathbf y|)}
 
     A log-probability is a sum of negative terms, so without normalisation

@@ -22,9 +22,12 @@ class LabelSmoothingLoss(nn.Module):
 
     .. math::
 
-        q_c = (1 - \varepsilon)\,[c = y] + \frac{\varepsilon}{V}, \qquad
-        \ell = -\sum_{c} q_c \log p_c
-             = (1 - \varepsilon)\,(-\log p_y) + \varepsilon \cdot \frac{1}{V}\sum_c (-\log p_c),
+        q_c = (1 - \varepsilon)\,[c = y] + \frac{\varepsilon}{V},
+
+        \begin{aligned}
+        \ell &= -\sum_{c} q_c \log p_c \\
+             &= (1 - \varepsilon)\,(-\log p_y) + \varepsilon \cdot \frac{1}{V}\sum_c (-\log p_c),
+        \end{aligned}
 
     so the model is penalised for becoming over-confident; this hurts perplexity and helps
     BLEU. Tokens whose target is ``ignore_index`` (``<pad>``) count neither in the sum nor in

@@ -6,10 +6,10 @@ An encoder-decoder built from nothing but attention and position-wise feed-forwa
 
 .. math::
 
-    \mathbf H^{(0)} &= \sqrt{D}\, E_{\text{src}}[\mathbf x] + \mathrm{PE}, \qquad
-    \mathbf H^{(n)} = \mathrm{EncoderLayer}(\mathbf H^{(n-1)}), \\
-    \mathbf G^{(0)} &= \sqrt{D}\, E_{\text{tgt}}[\mathbf y_{<t}] + \mathrm{PE}, \qquad
-    \mathbf G^{(n)} = \mathrm{DecoderLayer}(\mathbf G^{(n-1)}, \mathbf H^{(N)}), \\
+    \mathbf H^{(0)} &= \sqrt{D}\, E_{\text{src}}[\mathbf x] + \mathrm{PE}, \\
+    \mathbf H^{(n)} &= \mathrm{EncoderLayer}(\mathbf H^{(n-1)}), \\
+    \mathbf G^{(0)} &= \sqrt{D}\, E_{\text{tgt}}[\mathbf y_{<t}] + \mathrm{PE}, \\
+    \mathbf G^{(n)} &= \mathrm{DecoderLayer}(\mathbf G^{(n-1)}, \mathbf H^{(N)}), \\
     p(y_t \mid \mathbf y_{<t}, \mathbf x) &= \mathrm{softmax}(\mathbf G^{(N)}_t W_{\text{out}}^\top).
 
 Each sub-layer (self-attention, cross-attention, feed-forward) sits in a residual connection

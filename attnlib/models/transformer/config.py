@@ -155,8 +155,10 @@ class TransformerConfig:
 
         .. math::
 
-            N = N_{enc}(A + F + 4D) + N_{dec}(2A + F + 6D) + [\text{pre-LN}]\, 4D
-                + D\,(V_{src} + V_{tgt} + V_{tgt})
+            \begin{aligned}
+            N = {} & N_{enc}(A + F + 4D) + N_{dec}(2A + F + 6D) \\
+                   & + [\text{pre-LN}]\, 4D + D\,(V_{src} + V_{tgt} + V_{tgt})
+            \end{aligned}
 
         where a shared matrix is counted once: tying drops the output projection's
         :math:`D V_{tgt}`, sharing all embeddings drops the target embedding's too. The output

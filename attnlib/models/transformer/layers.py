@@ -106,14 +106,16 @@ class EncoderLayer(nn.Module):
 
     .. math::
 
-        z = \mathrm{LN}_1(x + \mathrm{Dropout}(\mathrm{MultiHead}(x, x, x))), \qquad
+        z = \mathrm{LN}_1(x + \mathrm{Dropout}(\mathrm{MultiHead}(x, x, x))),
+
         y = \mathrm{LN}_2(z + \mathrm{Dropout}(\mathrm{FFN}(z)))
 
     Pre-LN (``norm_first=True``):
 
     .. math::
 
-        z = x + \mathrm{Dropout}(\mathrm{MultiHead}(\mathrm{LN}_1(x), \cdot, \cdot)), \qquad
+        z = x + \mathrm{Dropout}(\mathrm{MultiHead}(\mathrm{LN}_1(x), \cdot, \cdot)),
+
         y = z + \mathrm{Dropout}(\mathrm{FFN}(\mathrm{LN}_2(z)))
 
     The same computation as ``nn.TransformerEncoderLayer(d_model, nhead=num_heads,

@@ -92,8 +92,10 @@ def make_masks(
 
     .. math::
 
-        \text{src}_{b,j} = [\, j < n^{src}_b \,], \qquad
-        \text{tgt}_{b,j} = [\, j < n^{tgt}_b \,], \qquad
+        \text{src}_{b,j} = [\, j < n^{src}_b \,],
+
+        \text{tgt}_{b,j} = [\, j < n^{tgt}_b \,],
+
         \text{causal}_{i,j} = [\, j \le i \,]
 
     Args:

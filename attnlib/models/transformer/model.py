@@ -40,8 +40,11 @@ class Transformer(nn.Module):
 
     .. math::
 
-        \text{logits} = \mathrm{Decoder}\big(\sqrt{D}\,E_{tgt}[\mathbf y_{in}] + \mathrm{PE},\;
-            \mathrm{Encoder}(\sqrt{D}\,E_{src}[\mathbf x] + \mathrm{PE})\big)\, W_{out}^\top
+        \begin{aligned}
+        \text{logits} = \mathrm{Decoder}\big(
+            & \sqrt{D}\,E_{tgt}[\mathbf y_{in}] + \mathrm{PE}, \\
+            & \mathrm{Encoder}(\sqrt{D}\,E_{src}[\mathbf x] + \mathrm{PE})\big)\, W_{out}^\top
+        \end{aligned}
 
     Embeddings are scaled by :math:`\sqrt{D}` and initialised from
     :math:`\mathcal N(0, D^{-1})`, so a scaled embedding has entries of size about 1, like the

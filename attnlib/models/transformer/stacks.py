@@ -2,7 +2,8 @@ r"""The encoder and the decoder: N layers each, and the named outputs of a Trans
 
 .. math::
 
-    \mathbf H^{(n)} = \mathrm{EncoderLayer}_n(\mathbf H^{(n-1)}), \qquad
+    \mathbf H^{(n)} = \mathrm{EncoderLayer}_n(\mathbf H^{(n-1)}),
+
     \mathbf G^{(n)} = \mathrm{DecoderLayer}_n(\mathbf G^{(n-1)}, \mathbf H^{(N)})
 """
 
