@@ -110,7 +110,7 @@ def kernel_scores(
     # Epanechnikov: log(3/4) cancels in the softmax but is kept so that
     # exp(score) is the kernel.
     log_k = math.log(0.75) + torch.log1p(-sq.clamp(max=1))
-    return torch.where(inside & (sq < 1), log_k, -math.inf)
+    return torch.where(sq < 1, log_k, -math.inf)
 
 
 def _check_kernel_args(
@@ -177,6 +177,8 @@ def nadaraya_watson(
             mask that hides every key): such a row has no defined average, so attnlib refuses
             it instead of returning NaN.
     """
+    # The three helpers only check the arguments (and give (S,) values a
+    # column); the computation is the score, the mask, the softmax, the sum.
     scores = kernel_scores(queries, keys, bandwidth, kernel)  # (..., L, S)
     v = _values_as_columns(values, queries, keys, scores)  # (..., S, Ev)
     if attn_mask is not None:
@@ -232,7 +234,7 @@ def _check_every_query_has_a_key(
                              f"(its row is all False): each query needs a key to attend to")
     raise ValueError(
         f"query at index {first} has no key to attend to (kernel={kernel!r}, "
-        f"bandwidth={float(bandwidth):.4g}); every kernel value in its row is 0, so its "
+        f"bandwidth={float(torch.as_tensor(bandwidth).detach()):.4g}); every kernel value in its row is 0, so its "
         "weights are undefined. Use a larger bandwidth or the gaussian kernel."
     )
 
