@@ -7,8 +7,11 @@ difference, with a strength :math:`\beta_t \in [0, 1]`:
 
 .. math::
 
-    M_t = M_{t-1} + \beta_t\, k_t\, (v_t - M_{t-1}^\top k_t)^\top
-        = (I - \beta_t k_t k_t^\top)\, M_{t-1} + \beta_t\, k_t v_t^\top, \qquad
+    \begin{aligned}
+    M_t &= M_{t-1} + \beta_t\, k_t\, (v_t - M_{t-1}^\top k_t)^\top \\
+        &= (I - \beta_t k_t k_t^\top)\, M_{t-1} + \beta_t\, k_t v_t^\top,
+    \end{aligned}
+
     o_t = M_t^\top q_t .
 
 With a unit key and :math:`\beta_t = 1` the old value under :math:`k_t` is replaced, not
@@ -88,7 +91,8 @@ def delta_rule_recurrent(
     .. math::
 
         M_t = \alpha_t M_{t-1} + \beta_t\, k_t (v_t - \alpha_t M_{t-1}^\top k_t)^\top,
-        \qquad o_t = M_t^\top q_t
+
+        o_t = M_t^\top q_t
 
     (:math:`\alpha_t = 1` without ``decay``). Keys are used as given; :class:`DeltaNet`
     normalises them to unit length, which the overwriting needs.
@@ -149,7 +153,8 @@ def delta_rule_chunked(
             = \mathrm{diag}(\beta)\,(V - \mathrm{diag}(\gamma) K M_0),
 
         O = \mathrm{diag}(\gamma)\, Q M_0 + (\Gamma \odot \mathrm{tril}(Q K^\top))\, E_c,
-        \qquad M_C = \gamma_C M_0 + (\tfrac{\gamma_C}{\gamma} \odot K)^\top E_c .
+
+        M_C = \gamma_C M_0 + (\tfrac{\gamma_C}{\gamma} \odot K)^\top E_c .
 
     One triangular solve and a few C x C products per chunk; a loop over the L / C chunks
     carries the memory. Only ratios :math:`\gamma_t / \gamma_i \le 1` are formed.
@@ -214,9 +219,11 @@ class DeltaNet(nn.Module):
 
     .. math::
 
-        q_t, k_t = \frac{\phi(W_Q \tilde x_t)}{\lVert\cdot\rVert},\;
-        \frac{\phi(W_K \tilde x_t)}{\lVert\cdot\rVert}, \quad
-        v_t = \phi(W_V \tilde x_t), \quad \beta_t = \sigma(w_\beta^\top x_t), \quad
+        q_t = \frac{\phi(W_Q \tilde x_t)}{\lVert\cdot\rVert}, \quad
+        k_t = \frac{\phi(W_K \tilde x_t)}{\lVert\cdot\rVert}, \quad
+        v_t = \phi(W_V \tilde x_t),
+
+        \beta_t = \sigma(w_\beta^\top x_t), \quad
         \alpha_t = \sigma(w_\alpha^\top x_t + b_\alpha)
 
     per head, with :math:`\phi` = SiLU and :math:`\tilde x_t` each projection passed through

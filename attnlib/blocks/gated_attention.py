@@ -84,8 +84,11 @@ def attention_with_sink(
 
     .. math::
 
-        \alpha_{ij} = \frac{e^{a_{ij}}}{e^{s_h} + \sum_{j'} e^{a_{ij'}}}, \qquad
-        o_i = \sum_j \alpha_{ij} v_j, \qquad a_{ij} = \frac{q_i \cdot k_j}{\sqrt E}
+        \alpha_{ij} = \frac{e^{a_{ij}}}{e^{s_h} + \sum_{j'} e^{a_{ij'}}},
+
+        o_i = \sum_j \alpha_{ij} v_j,
+
+        a_{ij} = \frac{q_i \cdot k_j}{\sqrt E}
 
     the same as ordinary attention over one more key whose score is :math:`s_h` and whose
     value is zero (the unit tests compare with PyTorch's attention so extended).

@@ -5,7 +5,8 @@ but computes all their keys and values from one low-rank latent per token, and c
 
 .. math::
 
-    c_t = W^{DKV} h_t \in \mathbb R^{d_c}, \qquad
+    c_t = W^{DKV} h_t \in \mathbb R^{d_c},
+
     k^C_{t,i} = W^{UK}_i c_t, \qquad v_{t,i} = W^{UV}_i c_t .
 
 RoPE cannot act on :math:`k^C` (a rotation between :math:`W^Q` and :math:`W^{UK}` would
@@ -15,7 +16,8 @@ rotated key part :math:`k^R_t = \mathrm{RoPE}(W^{KR} h_t)` shared by all heads,
 
 .. math::
 
-    a_{tj,i} = \frac{q^C_{t,i} \cdot k^C_{j,i} + q^R_{t,i} \cdot k^R_j}{\sqrt{E + R}}, \qquad
+    a_{tj,i} = \frac{q^C_{t,i} \cdot k^C_{j,i} + q^R_{t,i} \cdot k^R_j}{\sqrt{E + R}},
+
     u_t = W^O [\textstyle\sum_j \alpha_{tj,1} v_{j,1}; \dots] .
 
 The cache holds :math:`c_t` and :math:`k^R_t`: :math:`d_c + R` numbers per token and layer,

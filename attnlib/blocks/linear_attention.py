@@ -6,10 +6,12 @@ that similarity by a kernel :math:`\phi(q_i) \cdot \phi(k_j)` with a positive fe
 
 .. math::
 
-    \mathrm{out}_i = \frac{\sum_j \phi(q_i)^\top \phi(k_j)\, v_j^\top}
-                          {\sum_j \phi(q_i)^\top \phi(k_j)}
-                   = \frac{\phi(q_i)^\top \big(\sum_j \phi(k_j) v_j^\top\big)}
-                          {\phi(q_i)^\top \sum_j \phi(k_j)} .
+    \begin{aligned}
+    \mathrm{out}_i &= \frac{\sum_j \phi(q_i)^\top \phi(k_j)\, v_j^\top}
+                           {\sum_j \phi(q_i)^\top \phi(k_j)} \\
+                   &= \frac{\phi(q_i)^\top \big(\sum_j \phi(k_j) v_j^\top\big)}
+                           {\phi(q_i)^\top \sum_j \phi(k_j)} .
+    \end{aligned}
 
 The (E, Ev) matrix :math:`\sum_j \phi(k_j) v_j^\top` is computed once for all queries, so the
 cost is :math:`O(n E E_v)` instead of :math:`O(n^2 E)`. With the causal mask the sums run over
@@ -157,7 +159,8 @@ def linear_attention_quadratic(
 
     .. math::
 
-        A_{ij} = \frac{\phi(q_i)^\top \phi(k_j)}{\sum_{j'} \phi(q_i)^\top \phi(k_{j'})}, \qquad
+        A_{ij} = \frac{\phi(q_i)^\top \phi(k_j)}{\sum_{j'} \phi(q_i)^\top \phi(k_{j'})},
+
         \mathrm{out} = A V
 
     With the same scaled features and safe normaliser as :func:`linear_attention`.
@@ -183,7 +186,8 @@ def linear_attention_recurrent(query: Tensor, key: Tensor, value: Tensor) -> Ten
 
     .. math::
 
-        S_i = S_{i-1} + \phi(k_i) v_i^\top, \quad z_i = z_{i-1} + \phi(k_i), \qquad
+        S_i = S_{i-1} + \phi(k_i) v_i^\top, \quad z_i = z_{i-1} + \phi(k_i),
+
         \mathrm{out}_i = \frac{\phi(q_i)^\top S_i}{\phi(q_i)^\top z_i}
 
     The state :math:`(S, z)` has E (Ev + 1) numbers per head, whatever the length: what a

@@ -172,7 +172,8 @@ class ScaledRotaryEmbedding(RotaryPositionalEmbedding):
 
     .. math::
 
-        x'_{\text{pair } i} = c\, R(m\theta'_i)\, x_{\text{pair } i}, \qquad
+        x'_{\text{pair } i} = c\, R(m\theta'_i)\, x_{\text{pair } i},
+
         c = \sqrt{1/t} \text{ for YaRN, else } 1
 
     Args:

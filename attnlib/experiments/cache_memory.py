@@ -5,8 +5,10 @@ has seen, one vector of size E per key/value head. For a batch of B sequences of
 
 .. math::
 
-    \text{bytes} = 2 \cdot N_{layers} \cdot H_{kv} \cdot E \cdot \min(t, w) \cdot B
-    \cdot \text{bytes per number}
+    \begin{aligned}
+    \text{bytes} = {} & 2 \cdot N_{layers} \cdot H_{kv} \cdot E \cdot \min(t, w) \cdot B \\
+                      & \cdot \text{bytes per number}
+    \end{aligned}
 
 (the 2 for keys and values; w the sliding window, :math:`w = \infty` without one). The query
 heads do not appear: grouped-query attention divides the cache by :math:`H / H_{kv}`, and a

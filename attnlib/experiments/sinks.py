@@ -6,7 +6,8 @@ after a *trigger* letter (a, b or c) comes a copy of the letter before the trigg
 
 .. math::
 
-    x_{t+1} = x_{t-1} \text{ if } x_t \in \{a, b, c\}, \qquad
+    x_{t+1} = x_{t-1} \text{ if } x_t \in \{a, b, c\},
+
     x_{t+1} \sim \text{bigram}(x_t) \text{ otherwise}.
 
 A head that copies is needed at the triggers only; everywhere else it must add nothing, and

@@ -8,7 +8,8 @@ positions at once,
 .. math::
 
     x^*_{t+i} = \arg\max_x p(x \mid x_{\le t}, \tilde x_{t+1}, \dots, \tilde x_{t+i-1}),
-    \qquad i = 1, \dots, k + 1,
+
+    i = 1, \dots, k + 1,
 
 and the proposals are accepted as long as they agree with it: the first disagreement is
 replaced by the model's choice, and if all k agree the model's (k + 1)-th choice comes free.
