@@ -172,7 +172,10 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
     :math:`-\infty`, never with -1e9, which overflows float16 and gives uniform weights over a
     fully masked row); a float ``mask`` is added to the scores. A row in which every entry is
     :math:`-\infty` after masking gets all-zero weights, and zero gradient, never NaN, as in
-    PyTorch's ``scaled_dot_product_attention``. The input tensors are never written to.
+    PyTorch's ``scaled_dot_product_attention``. Only :math:`-\infty` marks a masked entry: a
+    float mask with finite large negatives (say -1e9) is accepted and added like any other, and
+    a row that it fills entirely gets positive weights that sum to one, not zeros. The input
+    tensors are never written to.
 
     Args:
         scores: unnormalised scores, floating point.

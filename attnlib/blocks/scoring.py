@@ -352,7 +352,11 @@ def hard_attention(
     stochastic hard attention *samples* the index from the weights instead.) The argmax is
     piecewise constant, so no gradient flows back to ``scores`` (the output depends on them only
     through an integer index); gradients still reach ``value``. A query that may attend to no
-    key gets index -1 and a zero output.
+    key gets index -1 and a zero output. Where several keys share the largest score, the index
+    is the first of them, while the softmax's :math:`\tau \to 0` limit splits the weight
+    equally among them (scores [2.5, 0.5, 2.5] tend to weights [0.5, 0, 0.5]): the two agree
+    only for a unique maximum. A NaN score is not refused: ``torch.argmax`` treats NaN as the
+    largest value, so a query with a NaN score selects that key.
 
     Args:
         scores: attention scores, e.g. from a scoring module.
