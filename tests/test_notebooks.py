@@ -101,3 +101,23 @@ def test_listings_fit_80_columns(path: Path) -> None:
                     long.append(f"cell {i} ({text.splitlines()[0]}): {_columns(line)} "
                                 f"columns: {line.strip()}")
     assert not long, f"{path.name}: listed lines wider than 80 columns:\n" + "\n".join(long)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_sources_hold_no_control_characters(path: Path) -> None:
+    """A cell written from an unescaped Python string turns \\b and \\f of TeX (\\big, \\frac)
+    into a backspace and a form feed, which MathJax then shows as broken maths."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    bad = []
+    for i, cell in enumerate(nb["cells"]):
+        text = "".join(cell["source"])
+        bad += [f"cell {i}: {m.group()!a} in {text[max(0, m.start() - 30):m.end() + 10]!r}"
+                for m in _CONTROL.finditer(text)]
+    assert not bad, f"{path.name}: control characters in cell sources:\n" + "\n".join(bad)
+
+
+def test_the_control_character_check_sees_a_backspace() -> None:
+    assert _CONTROL.search("\\min\x08ig(1, e\\big)") and not _CONTROL.search("\\min\\big(1\n\t)")
