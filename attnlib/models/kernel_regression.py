@@ -4,9 +4,13 @@ Given training pairs :math:`(x_i, y_i)` (keys and values) and a query :math:`x`,
 
 .. math::
 
-    f(x) = \sum_{i=1}^{n} \frac{K\!\left((x - x_i)/h\right)}{\sum_{j=1}^{n} K\!\left((x - x_j)/h\right)}\, y_i
-         = \sum_{i=1}^{n} \operatorname{softmax}_i\!\big(s(x, x_i)\big)\, y_i,
-    \qquad s(x, x_i) = \log K\!\left((x - x_i)/h\right).
+    \begin{aligned}
+    f(x) &= \sum_{i=1}^{n} \frac{K\!\left((x - x_i)/h\right)}
+            {\sum_{j=1}^{n} K\!\left((x - x_j)/h\right)}\, y_i \\
+         &= \sum_{i=1}^{n} \operatorname{softmax}_i\!\big(s(x, x_i)\big)\, y_i,
+    \end{aligned}
+
+    s(x, x_i) = \log K\!\left((x - x_i)/h\right).
 
 For the Gaussian kernel the score is :math:`s(x, x_i) = -\lVert x - x_i\rVert^2 / (2h^2)`: the
 weights are exactly a softmax of scores, and the softmax only normalises. attnlib computes every
@@ -152,7 +156,8 @@ def nadaraya_watson(
 
     .. math::
 
-        \hat f(q) = \sum_j \alpha(q, k_j)\, v_j, \qquad
+        \hat f(q) = \sum_j \alpha(q, k_j)\, v_j,
+
         \alpha(q, k_j) = \operatorname{softmax}_j \log K\!\left(\frac{q - k_j}{h}\right).
 
     Args:
