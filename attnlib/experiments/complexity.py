@@ -89,13 +89,14 @@ def layer_flops(layer_type: str, n: int, d: int, kernel_size: int = 3) -> int:
     .. math::
 
         \text{self-attention: }
-            \underbrace{2n^2d}_{QK^\top} + \underbrace{2n^2d}_{AV}
-            = 4n^2d, \qquad
+            \underbrace{2n^2d}_{QK^\top} + \underbrace{2n^2d}_{AV} = 4n^2d,
+
         \text{recurrent: }
             n\,(\underbrace{2d^2}_{W_{ih}x_t}
                 + \underbrace{2d^2}_{W_{hh}y_{t-1}}) = 4nd^2,
 
-        \text{convolutional: } 2knd^2, \qquad
+        \text{convolutional: } 2knd^2,
+
         \text{multi-head self-attention: }
             \underbrace{8nd^2}_{W^Q, W^K, W^V, W^O} + 4n^2d.
 
