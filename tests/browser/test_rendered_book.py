@@ -4,7 +4,9 @@
 127.0.0.1 and checks every page the way a reader sees it: MathJax has typeset every formula,
 every image has loaded, the console is clean, nothing is fetched from another host, and the
 table of contents and the previous/next links lead to pages (and anchors) that exist, and no
-Markdown emphasis marker (``**``, ``__``) is left in the visible text. Both editions are visited:
+Markdown emphasis marker (``**``, ``__``) and no TeX (a delimiter, a command such as
+``\\mathbf``, a ``_{`` or ``^{``) is left in the visible text, and no display formula is wider
+than its column at a 1280 px window (as code blocks are measured). Both editions are visited:
 English at the site's root and Chinese under ``zh/`` (each with its own TOC). A full-page
 screenshot of the intro and of every chapter (``zh-...`` for the Chinese pages, with the
 glossary) is saved under `_build/screenshots/` for a person. The Chinese edition's own checks
@@ -62,6 +64,8 @@ VIEWPORT_WIDTH, VIEWPORT_HEIGHT = 1400, 900  # wide enough for both sidebars of 
 # Code blocks must fit their column at these window widths: the test's own, and 1280, a common
 # laptop window (issue 25 found chapter 4's first cell cut at about 90 characters there).
 CODE_WIDTHS = (VIEWPORT_WIDTH, 1280)
+# Display formulas must fit their column at a 1280 px window too (issue 35 found seven wider).
+MATH_WIDTHS = (1280,)
 PAGE_TIMEOUT_MS = 30_000
 JOBS = max(2, min(4, os.cpu_count() or 2))  # pages open at once
 
@@ -281,7 +285,10 @@ INSPECT = r"""() => {
   // Text left with TeX delimiters outside code: a formula MathJax did not typeset.
   const skipTags = new Set(['SCRIPT', 'STYLE', 'PRE', 'CODE', 'KBD', 'SAMP', 'TEXTAREA',
                             'NOSCRIPT', 'TEMPLATE', 'MJX-CONTAINER']);
-  const tex = /\$\$|\$[^\s$](?:[^$\n]*[^\s$])?\$|\\\(|\\\[|\\begin\{/;
+  // Delimiters, and TeX's own commands and sub/superscripts: a `$$` MyST did not take as
+  // display maths leaves "\mathbf c_t" or "a_{tj}" in the text (issue 36, chapter 10).
+  const tex = new RegExp(String.raw`\$\$|\$[^\s$](?:[^$\n]*[^\s$])?\$|\\\(|\\\[|\\begin\{`
+                         + String.raw`|\\[A-Za-z]{2,}|[_^]\{`);
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   out.rawTex = [];
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
@@ -360,6 +367,33 @@ WIDE_CODE = r"""() => {
 }"""
 
 
+# Every display formula (MathJax's display container) whose typeset width exceeds the width of
+# the column it sits in, so that the reader would have to scroll sideways or lose its right end.
+WIDE_MATH = r"""() => {
+  const shown = Array.from(document.querySelectorAll('mjx-container[display="true"]'));
+  const wide = [];
+  shown.forEach((box, i) => {
+    const maths = box.querySelector('mjx-math');
+    if (!maths) return;
+    let column = box.parentElement;
+    while (column && getComputedStyle(column).display.startsWith('inline')) {
+      column = column.parentElement;
+    }
+    if (!column) return;
+    const style = getComputedStyle(column);
+    const inner = column.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const width = maths.getBoundingClientRect().width;
+    if (width <= inner + 1) return;
+    const section = box.closest('section[id]');
+    const assistive = box.querySelector('mjx-assistive-mml');
+    const text = (assistive ? assistive.textContent : box.textContent).replace(/\s+/g, ' ').trim();
+    wide.push({index: i + 1, of: shown.length, section: section ? section.id : '(top)',
+               width: Math.round(width), column: Math.round(inner), text: text.slice(0, 80)});
+  });
+  return wide;
+}"""
+
+
 # ---------------------------------------------------------------------------------------------
 # Serving the site and visiting its pages.
 
@@ -391,6 +425,7 @@ class Visit:
     problems: list[str] = field(default_factory=list)  # found while visiting
     info: dict[str, Any] = field(default_factory=dict)  # the answer to INSPECT
     wide_code: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by window width
+    wide_math: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by window width
     final_url: str = ""
     seconds: float = 0.0
 
@@ -447,10 +482,13 @@ async def _visit(context: BrowserContext, base_url: str, name: str, screenshot: 
             if screenshot:
                 await page.screenshot(path=str(SCREENSHOTS / f"{screenshot}.png"), full_page=True)
             await page.evaluate(EXPAND_ALL)
-            for width in CODE_WIDTHS:
+            for width in dict.fromkeys(CODE_WIDTHS + MATH_WIDTHS):
                 await page.set_viewport_size({"width": width, "height": VIEWPORT_HEIGHT})
                 await page.evaluate("() => new Promise(r => requestAnimationFrame(() => r(null)))")
-                visit.wide_code[width] = await page.evaluate(WIDE_CODE)
+                if width in CODE_WIDTHS:
+                    visit.wide_code[width] = await page.evaluate(WIDE_CODE)
+                if width in MATH_WIDTHS:
+                    visit.wide_math[width] = await page.evaluate(WIDE_MATH)
             await page.wait_for_timeout(50)  # let late console messages arrive
         visit.final_url = page.url
     except Exception as error:  # a timeout or a crash is this page's failure, not the session's
@@ -695,4 +733,22 @@ def test_code_fits_the_column(name: str, visits: dict[str, Visit]) -> None:
     ]
     if problems:
         pytest.fail(f"{name}: code wider than its column:\n  " + "\n  ".join(problems),
+                    pytrace=False)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_maths_fits_the_column(name: str, visits: dict[str, Visit]) -> None:
+    """No display formula is wider than its column at a 1280 px window: long ones are broken
+    over lines (aligned) or split, as the project's guide asks."""
+    visit = visits[name]
+    if not visit.wide_math:
+        pytest.fail(f"{name}: its formulas were not measured: the page did not load "
+                    f"({'; '.join(visit.problems) or 'no reason recorded'})", pytrace=False)
+    problems = [
+        f"display formula {m['index']} of {m['of']} (in section #{m['section']}) is {m['width']} "
+        f"px wide in a {m['column']} px column at a {width} px window: {m['text']!r}"
+        for width, formulas in visit.wide_math.items() for m in formulas
+    ]
+    if problems:
+        pytest.fail(f"{name}: display maths wider than its column:\n  " + "\n  ".join(problems),
                     pytrace=False)
