@@ -190,6 +190,39 @@ def test_window_cache_equals_band_mask_and_sinks_keep_the_first_tokens() -> None
     torch.testing.assert_close(torch.cat(steps, 1)[:, :5], whole[:, :5], **TIGHT)
 
 
+def test_sink_tokens_one_pass_refuses_what_it_would_rotate_otherwise() -> None:
+    """With sinks the stream rotates keys by their slot in the cache; a one-pass call over
+    more than window + 1 keys would rotate them by text position (another function), so it
+    raises. Up to window + 1 keys the two paths agree."""
+    torch.manual_seed(0)
+    layer = CausalSelfAttention(16, 2, window=4, sink_tokens=1, dtype=F64)
+    x = torch.randn(2, 12, 16, dtype=F64)
+    state, steps = None, []
+    for t in range(12):
+        out, state = layer(x[:, t:t + 1], state)
+        steps.append(out)
+    streamed = torch.cat(steps, 1)
+    whole, _ = layer(x[:, :5])  # window + 1 tokens: no eviction before the last
+    torch.testing.assert_close(whole, streamed[:, :5], **TIGHT)
+    assert layer.attention_weights(x[:, :5]).shape == (2, 2, 5, 5)
+    with pytest.raises(ValueError, match=r"window \+ 1 = 5 keys.*0 cached and 12 in x"):
+        layer(x)
+    with pytest.raises(ValueError, match="one token at a time"):
+        layer.attention_weights(x[:, :6])
+    # a state that is already full, then two tokens at once: 6 keys
+    _, full = layer(x[:, :4])
+    with pytest.raises(ValueError, match="4 cached and 2 in x"):
+        layer(x[:, 4:6], full)
+    # without sinks a one-pass call equals the stream at any length
+    plain = CausalSelfAttention(16, 2, window=4, dtype=F64)
+    plain.load_state_dict(layer.state_dict())
+    state, steps = None, []
+    for t in range(12):
+        out, state = plain(x[:, t:t + 1], state)
+        steps.append(out)
+    torch.testing.assert_close(plain(x)[0], torch.cat(steps, 1), **TIGHT)
+
+
 def test_attention_convolution_equals_shifted_projections_and_streams() -> None:
     torch.manual_seed(0)
     layer = CausalSelfAttention(16, 2, 1, conv_size=3, dtype=F64)

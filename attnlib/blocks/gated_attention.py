@@ -14,7 +14,10 @@ Three small changes to chapter 9's attention, each one option of :class:`CausalS
   most per query, the first ``sink_tokens`` of the text and the most recent ones. The cache
   keeps exactly those; the keys are stored before RoPE and rotated by their place in the
   cache at every step, as StreamingLLM does, so that a kept first token sits just before
-  the window rather than thousands of positions back.
+  the window rather than thousands of positions back. With sink tokens, a call may therefore
+  not read more than ``window + 1`` keys at once (a whole text longer than that in one pass
+  would rotate its keys by their places in the text, not in the cache, and compute another
+  function than the token-by-token stream): feed such a text one token at a time.
 
 A fourth option, ``conv_size``, passes the query, key and value projections through a short
 depthwise causal convolution, as :class:`~attnlib.blocks.delta_rule.DeltaNet` does, so that a
@@ -175,8 +178,10 @@ class CausalSelfAttention(nn.Module):
 
     Raises:
         ValueError: if the heads do not divide, E is odd, or ``sink_tokens`` is not below
-            ``window``; in ``forward``, if ``x`` is not (B, L, D) or ``state`` is not a cache
-            this layer could have returned for ``x``'s batch.
+            ``window``; in ``forward`` and ``attention_weights``, if ``x`` is not (B, L, D),
+            ``state`` is not a cache this layer could have returned for ``x``'s batch, or,
+            with ``sink_tokens``, the call would read more than ``window + 1`` keys at once
+            (the cached keys and ``x``'s tokens; see the module's docstring).
         TypeError: non-bool ``gate`` or ``learned_sink``; in ``forward``, ``x`` of another
             dtype than the parameters', or a ``state`` that is not a :class:`KVState`.
     """
@@ -265,6 +270,14 @@ class CausalSelfAttention(nn.Module):
             k = torch.cat((state.keys, k), dim=2)  # (B, H_kv, S, E)
             v = torch.cat((state.values, v), dim=2)
         S = k.shape[2]
+        if self.sink_tokens and self.window is not None and S > self.window + 1:
+            # a token-by-token stream never holds more than window + 1 keys; past that, one
+            # pass would rotate the keys by text position where the stream rotates by slot
+            raise ValueError(
+                f"with sink_tokens = {self.sink_tokens}, a call may read at most window + 1 = "
+                f"{self.window + 1} keys (the cache and x's tokens), got {S - L} cached and "
+                f"{L} in x: keys are rotated by their place in the cache (StreamingLLM), so "
+                f"feed a text longer than the window one token at a time")
         # absolute positions of the cached keys: the sinks, then a contiguous run
         kept = min(self.sink_tokens, S - L)
         k_abs = torch.cat((torch.arange(kept), torch.arange(seen + L - (S - kept), seen + L)))
@@ -322,6 +335,8 @@ class CausalSelfAttention(nn.Module):
 
     def attention_weights(self, x: Tensor) -> Tensor:
         """The weights of a whole sequence read from position 0 (the sink excluded).
+
+        With ``sink_tokens``, ``x`` may hold at most ``window + 1`` tokens (see the class).
 
         Shape:
             - x: (B, L, D); output: (B, H, L, L)
