@@ -26,7 +26,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help install system-packages browser-check book book-en book-zh book-zh-html translations i18n-check execute test lint typecheck unit nbval browser build lab lock clean reproduce bench bench-quick diagrams test-offline
+.PHONY: help install system-packages browser-check book book-en book-zh book-zh-html book-join translations i18n-check execute test lint typecheck unit nbval browser build lab lock clean reproduce bench bench-quick diagrams test-offline
 
 help:
 	@echo "make book     build the HTML book, English in _build/html and Chinese in _build/html/zh"
@@ -67,9 +67,13 @@ $(STAMP): requirements.lock pyproject.toml
 ZH_BUILD := _build/zh_CN
 book: $(STAMP)
 	$(MAKE) --no-print-directory -j2 --output-sync=target book-en book-zh-html
+	$(MAKE) --no-print-directory book-join
+	@echo "The book: file://$(CURDIR)/_build/html/index.html, 中文版: file://$(CURDIR)/_build/html/zh/index.html"
+
+# The Chinese edition into the English one's folder (after book-en and book-zh-html).
+book-join:
 	rm -rf _build/html/zh
 	mv $(ZH_BUILD)/_build/html _build/html/zh
-	@echo "The book: file://$(CURDIR)/_build/html/index.html, 中文版: file://$(CURDIR)/_build/html/zh/index.html"
 
 book-en: $(STAMP)
 	@t0=$$(date +%s); \
@@ -148,18 +152,13 @@ browser: system-packages book
 browser-check: system-packages $(STAMP)
 	ATTNLIB_REQUIRE_BROWSER=1 python -m pytest tests/browser -p no:cacheprovider
 
-# Each step's time is printed as it ends, and a table of them at the end.
-# bench-quick and i18n-check run two documented commands quickly, so that neither breaks unseen.
-TEST_STEPS := lint typecheck unit bench-quick i18n-check nbval book browser-check
+# Every step side by side on the cores (tools/run_tests.py): lint, typecheck, the unit tests,
+# the book's two editions and the browser test over them, bench-quick and i18n-check (two
+# documented commands run quickly, so that neither breaks unseen), and nbval of each chapter as
+# `make nbval` runs it. Each step's output is printed when it ends; a table of wall-clock and
+# CPU seconds per step at the end. The first failure stops the rest.
 test: system-packages $(STAMP)
-	@start=$$(date +%s); times=""; \
-	for step in $(TEST_STEPS); do \
-	  t0=$$(date +%s); \
-	  $(MAKE) --no-print-directory $$step; \
-	  times="$$times  $$step $$(( $$(date +%s) - t0 )) s"$$'\n'; \
-	done; \
-	printf 'make test: step times\n%s' "$$times"; \
-	echo "make test: everything passed in $$(( $$(date +%s) - start )) s"
+	python tools/run_tests.py --cores $(NBVAL_JOBS) $(NOTEBOOKS)
 
 # The stored outputs must not depend on the thread count, on the CPU code path PyTorch picks
 # (ATEN_CPU_CAPABILITY: default = no vector instructions, as on an older machine; `native` for

@@ -70,6 +70,17 @@ def test_the_longest_chapters_start_first_and_the_table_keeps_the_given_order() 
     assert reproduce.longest_first(given[::-1])[3:] == [given[2], given[0]]
 
 
+def test_chapters_with_worker_processes_take_every_core_and_run_after_the_others() -> None:
+    given = [f"chapters/{name}.ipynb" for name in (
+        "01_kernel_regression", "04_seq2seq_attention", "08_efficient_attention",
+        "10_modern_attention")]
+    jobs = reproduce.chapter_jobs(given, 2)
+    assert [(job.name, job.slots) for job in jobs] == [
+        (given[1], 2), (given[3], 2), (given[2], 1), (given[0], 1)]
+    assert all(job.command[-1] == job.name for job in jobs)
+    assert [job.slots for job in reproduce.chapter_jobs(given, 1)] == [1, 1, 1, 1]
+
+
 def test_reproduce_runs_a_combination_as_an_amd_processor_and_repeats_no_own_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """2:avx2:amd is not make test's own run on an Intel machine (the chapters then ask MKL for
@@ -78,13 +89,13 @@ def test_reproduce_runs_a_combination_as_an_amd_processor_and_repeats_no_own_run
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(reproduce, "make_test_run", lambda: (2, "avx2"))
     seen: list[dict[str, str]] = []
-    real = reproduce._nbval_one
+    real = reproduce.run_jobs
 
-    def spy(notebook: str, env: dict[str, str]):  # type: ignore[no-untyped-def]
-        seen.append(env)
-        return real(notebook, env)
+    def spy(jobs, slots, **kwargs):  # type: ignore[no-untyped-def]
+        seen.extend(dict(job.env) for job in jobs)
+        return real(jobs, slots, **kwargs)
 
-    monkeypatch.setattr(reproduce, "_nbval_one", spy)
+    monkeypatch.setattr(reproduce, "run_jobs", spy)
     good = _notebook(tmp_path / "good.ipynb", "2\n")
     report = tmp_path / "reproduce.md"
     for vendor, ran in (("intel", 1), ("amd", 0)):

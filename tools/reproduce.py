@@ -27,8 +27,11 @@ import re
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from slots import Job
+from slots import run as run_jobs
 
 NBVAL = [
     sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
@@ -36,20 +39,31 @@ NBVAL = [
 ]
 _COUNT = re.compile(r"(\d+) (passed|failed|error|errors|skipped)")
 
-#: nbval seconds per chapter, two chapters side by side on the 2-core machine (a fresh clone's
-#: `make test`, AMD EPYC, 2026-11-28). Only the order in which notebooks start depends on it: the longest start first,
-#: so that no long chapter starts last and runs alone at the end (in file order chapter 10
-#: started last, and nbval took 575 s of wall clock for 844 s of chapter time on two cores).
+#: The chapters that train in worker processes (attnlib.train.runs.train_runs, one per core) and
+#: their nbval seconds, each alone on the 2-core machine at one thread (AMD EPYC, 2026-11-29).
+#: Such a chapter takes every core while it runs (slots.Job.slots); the others take one each.
+#: Only the order and the pairing depend on this table, never the outputs: the longest start first.
 MEASURED_SECONDS = {
-    "04_seq2seq_attention": 419, "07_transformer": 181,
+    "04_seq2seq_attention": 230, "07_transformer": 120,
     "09_attention_in_language_models": 170, "10_modern_attention": 100,
-    "08_efficient_attention": 55,
+    "08_efficient_attention": 43, "03_scaled_dot_product": 32,
 }
+WORKER_CHAPTERS = {"04_seq2seq_attention", "07_transformer", "10_modern_attention"}
 
 
 def longest_first(notebooks: list[str]) -> list[str]:
     """The notebooks, the longest-running first; the others after them, in the order given."""
     return sorted(notebooks, key=lambda nb: -MEASURED_SECONDS.get(Path(nb).stem, 0))
+
+
+def chapter_jobs(notebooks: list[str], cores: int, env: dict[str, str] | None = None,
+                 prefix: str = "") -> list[Job]:
+    """One nbval job per notebook: the chapters with worker processes first (each takes every
+    core), then the others (one core each), each group the longest first."""
+    ordered = longest_first(notebooks)
+    workers = [nb for nb in ordered if Path(nb).stem in WORKER_CHAPTERS]
+    return [Job(prefix + nb, [*NBVAL, nb], slots=cores if nb in workers else 1, env=env)
+            for nb in [*workers, *(nb for nb in ordered if nb not in workers)]]
 
 
 VENDORS = {"amd": "AuthenticAMD", "intel": "GenuineIntel"}
@@ -78,29 +92,29 @@ def machine_vendor() -> str:
                  if line.startswith("vendor_id") and ":" in line), "")
 
 
-def _nbval_one(notebook: str, env: dict[str, str]) -> tuple[int, dict[str, int], list[str]]:
-    proc = subprocess.run([*NBVAL, notebook], env=env, capture_output=True, text=True)
-    lines = proc.stdout.strip().splitlines()
+def _summary(output: str) -> tuple[dict[str, int], list[str]]:
+    lines = output.strip().splitlines()
     summary = lines[-1] if lines else ""
     counts = {word.rstrip("s"): int(n) for n, word in _COUNT.findall(summary)}
     log = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
-    if proc.returncode != 0 and proc.stderr.strip():
-        log.append(proc.stderr.strip()[-2000:])
-    return proc.returncode, counts, log
+    return counts, log
 
 
 def run_one(threads: int, capability: str, notebooks: list[str],
             jobs: int, vendor: str = "") -> tuple[int, dict[str, int], float]:
-    """nbval over every notebook, one pytest process per notebook, ``jobs`` of them at a time
-    (each notebook in its own fresh kernel, as in one nbval run)."""
+    """nbval over every notebook, one pytest process per notebook, on ``jobs`` cores (each
+    notebook in its own fresh kernel, as in one nbval run; see :func:`chapter_jobs`)."""
     env = _env(threads, capability, vendor)
     start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda nb: _nbval_one(nb, env), longest_first(notebooks)))
+    results = run_jobs(chapter_jobs(notebooks, jobs, env), jobs, stop_on_failure=False)
     seconds = time.perf_counter() - start
     code, totals = 0, {"passed": 0, "failed": 0, "error": 0}
-    for rc, counts, log in results:
-        code = code or rc
+    for result in results:
+        counts, log = _summary(result.output)
+        if result.returncode != 0:
+            code = result.returncode
+            if not log:
+                log = [result.output.strip()[-2000:]]
         for key in totals:
             totals[key] += counts.get(key, 0)
         for line in log:
