@@ -376,6 +376,16 @@ def _() -> Call:
         "block_size_k": Count(2, cost=True, huge=10**6)})
 
 
+@entry("triton_flash_attention")
+def _() -> Call:
+    return Call(api("triton_flash_attention"), {
+        "query": X("B H L E"), "key": X("B H S E"), "value": X("B H S F"),
+        "is_causal": Flag(False), "scale": Positive(None, optional=True),
+        "block_size_q": Count(16, minimum=16, maximum=256),
+        "block_size_k": Count(16, minimum=16, maximum=256),
+        "interpret": Flag(True), "return_lse": Flag(False)})
+
+
 @entry("peak_memory")
 def _() -> Call:
     return Call(api("peak_memory"), {"fn": Func(lambda: torch.ones(3))})
