@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from . import (  # noqa: F401  (register)
     entries_blocks,
+    entries_ch11,
     entries_factory,
     entries_lm,
     entries_models,

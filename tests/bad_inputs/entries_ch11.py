@@ -1,0 +1,71 @@
+"""Entries of the catalogue: the blocks of chapter 11 (block masks and score modifications,
+stable attention, sparse attention)."""
+
+from __future__ import annotations
+
+from .harness import (
+    Call,
+    Count,
+    Device,
+    Flag,
+    Func,
+    I,
+    Obj,
+    Positive,
+    X,
+    api,
+    entry,
+    exempt,
+)
+
+# --- block masks and score modifications ---------------------------------------------------------
+
+exempt("the result create_block_mask builds; flex_tiled_attention checks it", "BlockMask")
+
+
+@entry("causal_mask_mod")
+def _() -> Call:
+    return Call(api("causal_mask_mod"), {"offset": Count(0, None)})
+
+
+@entry("sliding_window_mask_mod")
+def _() -> Call:
+    return Call(api("sliding_window_mask_mod"), {"window": Count(3)})
+
+
+@entry("prefix_lm_mask_mod")
+def _() -> Call:
+    return Call(api("prefix_lm_mask_mod"), {"prefix_length": Count(2, 0)})
+
+
+@entry("document_mask_mod")
+def _() -> Call:
+    return Call(api("document_mask_mod"), {"document_ids": I("B L", None),
+                                           "causal": Flag(True)})
+
+
+@entry("softcap_score_mod")
+def _() -> Call:
+    return Call(api("softcap_score_mod"), {"cap": Positive(50.0)})
+
+
+@entry("alibi_score_mod")
+def _() -> Call:
+    return Call(api("alibi_score_mod"), {"slopes": X("H")})
+
+
+@entry("create_block_mask")
+def _() -> Call:
+    return Call(api("create_block_mask"), {
+        "mask_mod": Func(api("causal_mask_mod")()), "B": Count(1), "H": Count(1),
+        "L": Count(3, 0), "S": Count(5, 0), "block_size_q": Count(2, cost=True),
+        "block_size_k": Count(2, cost=True), "device": Device()})
+
+
+@entry("flex_tiled_attention")
+def _() -> Call:
+    block_mask = api("create_block_mask")(api("sliding_window_mask_mod")(2), 1, 1, 3, 5, 2, 2)
+    return Call(api("flex_tiled_attention"), {
+        "query": X("B H L E"), "key": X("B H S E"), "value": X("B H S F"),
+        "score_mod": Func(api("softcap_score_mod")(5.0), optional=True),
+        "block_mask": Obj(block_mask, optional=True), "scale": Positive(None, optional=True)})
