@@ -3,15 +3,20 @@ stable attention, sparse attention)."""
 
 from __future__ import annotations
 
+import torch
+
 from .harness import (
     Call,
+    Choice,
     Count,
     Device,
     Flag,
     Func,
     I,
+    M,
     Obj,
     Positive,
+    Real,
     X,
     api,
     entry,
@@ -69,3 +74,53 @@ def _() -> Call:
         "query": X("B H L E"), "key": X("B H S E"), "value": X("B H S F"),
         "score_mod": Func(api("softcap_score_mod")(5.0), optional=True),
         "block_mask": Obj(block_mask, optional=True), "scale": Positive(None, optional=True)})
+
+
+# --- stable attention ----------------------------------------------------------------------------
+
+
+@entry("soft_cap")
+def _() -> Call:
+    return Call(api("soft_cap"), {"scores": X("B L S", scale=60.0), "cap": Positive(50.0)})
+
+
+@entry("max_logits")
+def _() -> Call:
+    return Call(api("max_logits"), {"query": X("B H L E"), "key": X("B H S E"),
+                                    "is_causal": Flag(False)})
+
+
+@entry("qk_clip")
+def _() -> Call:
+    max_logit = X("H")
+    max_logit.value = torch.tensor([3.0, 0.5])  # one head over tau, one under
+    return Call(api("qk_clip"), {"w_q": X("F E"), "w_k": X("F E", scale=2.0),
+                                 "max_logit": max_logit, "tau": Positive(1.0),
+                                 "alpha": Real(0.5, minimum=0.0)})
+
+
+@entry("StableSelfAttention")
+def _() -> Call:
+    def fn(embed_dim, num_heads, qk_norm, softcap, rope, eps, x):  # type: ignore[no-untyped-def]
+        return api("StableSelfAttention")(embed_dim, num_heads, qk_norm, softcap, rope, eps)(x)
+
+    return Call(fn, {"embed_dim": Count(8), "num_heads": Count(2), "qk_norm": Choice("head"),
+                     "softcap": Positive(50.0, optional=True), "rope": Flag(True),
+                     "eps": Positive(1e-6), "x": X("B L D")}, module=True)
+
+
+@entry("differential_attention")
+def _() -> Call:
+    return Call(api("differential_attention"), {
+        "query": X("B H L E"), "key": X("B H S E"), "value": X("B H S F"),
+        "lam": X("H 1 1", scale=0.5), "attn_mask": M("B H L S", additive=False)})
+
+
+@entry("DifferentialAttention")
+def _() -> Call:
+    def fn(embed_dim, num_heads, layer_index, causal, eps, x):  # type: ignore[no-untyped-def]
+        return api("DifferentialAttention")(embed_dim, num_heads, layer_index, causal, eps)(x)
+
+    return Call(fn, {"embed_dim": Count(8), "num_heads": Count(2), "layer_index": Count(2),
+                     "causal": Flag(True), "eps": Positive(1e-5), "x": X("B L D")},
+                module=True)
