@@ -75,6 +75,10 @@ def test_a_run_is_deterministic_and_has_every_entry() -> None:
         {(m, n, False) for m in ("rope", "pi", "ntk", "yarn", "yarn-32") for n in (8, 16, 32)}
         | {(m, 32, True) for m in ("rope", "pi", "ntk", "yarn")})
     assert all(0 <= a <= 1 for a in first.accuracy.values())
+    assert 0 <= first.near <= 1 and first.near == again.near
+    # the control: the model as trained, at 4L, with the periods of training
+    model = lc.extend_context(DecoderLM(TINY.config, dtype=F64), "rope", 1.0, 8)
+    assert lc.echo_accuracy(model, 32, 3, min_period=2, max_period=4)[1] >= 0
     alibi = lc.context_run(TINY, 1, "alibi")
     assert set(alibi.accuracy) == {("alibi", n, False) for n in (8, 16, 32)} | {
         ("alibi", 32, True)}
@@ -89,6 +93,35 @@ def test_workers_give_the_same_numbers() -> None:
     assert [r.train_loss for r in one] == [r.train_loss for r in two]
 
 
+def test_echo_model_trains_as_train_lm_on_echo_text_on_one_thread() -> None:
+    from attnlib.experiments.lm_tasks import echo_targets, echo_text
+    from attnlib.models.decoder_lm import train_lm
+    from attnlib.train.runs import Run, train_runs
+
+    config = DecoderLMConfig(vocab_size=26, d_model=8, num_heads=2, num_kv_heads=1,
+                             num_layers=1, d_ff=16, max_len=12)
+    echo = lc.EchoTraining(config, steps=3, batch_size=2, length=12, period=4)
+    [result] = train_runs([Run("echo", echo, init_seed=5)], workers=1)
+    torch.manual_seed(5)
+    model = DecoderLM(config)
+
+    def batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        tokens = echo_text(2, 12, 4, seed=step)
+        return tokens, echo_targets(tokens, 4)
+
+    losses = train_lm(model, batch, steps=3, lr=0.01)
+    assert result.history.losses == losses
+    for a, b in zip(result.model.state_dict().values(), model.state_dict().values(),
+                    strict=True):
+        assert torch.equal(a, b)
+    torch.set_num_threads(2)
+    try:
+        echo.fit(echo.build())
+        assert torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(1)
+
+
 BAD = [
     (lambda: varied_echo(2, 10, 5, 4), ["max_period", "4", ">= 5"]),
     (lambda: varied_echo(2, 10, 3, 30, vocab_size=20), ["vocab_size", "20", ">= 30"]),
@@ -100,6 +133,11 @@ BAD = [
     (lambda: lc.context_run(TINY, 0, "sinusoidal"), ["positions", "'sinusoidal'", "'alibi'"]),
     (lambda: lc.context_study(TINY, []), ["seeds", "none"]),
     (lambda: lc.echo_accuracy(DecoderLM(TINY.config), 2), ["length", "2", ">= 4"]),
+    (lambda: lc.echo_accuracy(DecoderLM(TINY.config), 8, min_period=9),
+     ["min_period", "9", "<= 8"]),
+    (lambda: lc.EchoTraining(DecoderLMConfig(vocab_size=64)), ["vocab_size", "26", "64"]),
+    (lambda: lc.EchoTraining(DecoderLMConfig(vocab_size=26, max_len=16)),
+     ["max_len", "48", "16"]),
 ]
 
 

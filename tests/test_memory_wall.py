@@ -93,8 +93,8 @@ def test_docstring_states_the_intensity_of_the_weights() -> None:
 
 
 def test_published_parameter_counts_match_the_names() -> None:
-    expected = {"Mistral 7B": 7.24e9, "Llama 3 8B": 8.03e9, "Llama 3 70B": 70.6e9,
-                "Llama 3 405B": 405.8e9}
+    expected = {"Mistral 7B": 7.24e9, "Llama 3 8B": 8.03e9, "Llama 3.1 70B": 70.6e9,
+                "Llama 3.1 405B": 405.8e9}
     for name, shape in mw.PUBLISHED.items():
         assert shape.parameters() == pytest.approx(expected[name], rel=0.01), name
 

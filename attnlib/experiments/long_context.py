@@ -6,12 +6,17 @@ token it must find where the current token stood before and copy what followed, 
 distance (an induction head), so it reads content, not a fixed offset. Trained on lines of
 L tokens, whose periods lie in [L/4, L/2], it is tested on lines of 2L and 4L tokens whose
 periods scale with the length, so the token it needs lies further back than any distance it
-met in training. Each RoPE method of :mod:`attnlib.blocks.rope_scaling` is tested as it is,
-then after a short fine-tuning at 4L with the same steps and data for every method. The same
+met in training; a control tests the model as trained at 4L with the periods of training.
+Each RoPE method of :mod:`attnlib.blocks.rope_scaling` is tested as it is, then after a short fine-tuning at 4L with the same steps and data for every method. The same
 model with ALiBi instead of RoPE, trained and tuned alike, is the like-for-like comparison.
 
 :func:`context_study` runs the seeds (one RoPE model and one ALiBi model each) in worker
 processes; each run uses one thread, and the numbers do not depend on the worker count.
+
+:class:`EchoTraining` is the chapter's other training run, the model of its first section on echo
+text of one fixed period, as a :class:`~attnlib.train.runs.Trainable`: its models trained from
+scratch (grouped-query and linear attention) run side by side with
+:func:`~attnlib.train.runs.train_runs`.
 """
 
 from __future__ import annotations
@@ -35,12 +40,13 @@ from attnlib._checks import (
     check_real,
 )
 from attnlib.blocks.rope_scaling import METHODS, ScaledRotaryEmbedding
-from attnlib.experiments.lm_tasks import IGNORE_INDEX, varied_echo
+from attnlib.experiments.lm_tasks import IGNORE_INDEX, echo_targets, echo_text, varied_echo
 from attnlib.models.decoder_lm import DecoderBlock, DecoderLM, DecoderLMConfig, train_lm
 
 __all__ = [
     "ContextRun",
     "ContextSetup",
+    "EchoTraining",
     "context_run",
     "context_study",
     "echo_accuracy",
@@ -103,6 +109,68 @@ class ContextSetup:
         return self.train_length, 2 * self.train_length, 4 * self.train_length
 
 
+@dataclass(frozen=True)
+class EchoTraining:
+    """Chapter 9's decoder-only model trained from scratch on echo text, for
+    :func:`~attnlib.train.runs.train_runs`.
+
+    ``build`` makes a :class:`~attnlib.models.decoder_lm.DecoderLM` of ``config`` in ``dtype``
+    from torch's generator as it stands (``train_runs`` seeds it with the run's ``init_seed``);
+    ``fit`` trains it with :func:`~attnlib.models.decoder_lm.train_lm` for ``steps`` steps at
+    rate ``lr`` (cosine-decayed) on batch ``step`` = :func:`~attnlib.experiments.lm_tasks.echo_text`
+    of ``batch_size`` lines of ``length`` letters with ``period``, seeded ``step``, on one
+    thread (restored afterwards), so the weights do not depend on the caller's thread count.
+
+    Raises:
+        TypeError: a config that is not a DecoderLMConfig, a size that is not an int, or a
+            dtype that is not a floating torch.dtype. ValueError: a size < 1, ``lr`` <= 0, or
+            a ``config`` whose vocabulary is not the 26 letters or whose ``max_len`` is below
+            ``length``.
+    """
+
+    config: DecoderLMConfig
+    steps: int = 150
+    lr: float = 0.01
+    batch_size: int = 16
+    length: int = 48
+    period: int = 16
+    dtype: torch.dtype = torch.float32
+
+    def __post_init__(self) -> None:
+        check_instance("config", self.config, DecoderLMConfig, "a DecoderLMConfig")
+        for name in ("steps", "batch_size", "length", "period"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_positive("lr", self.lr)
+        if not isinstance(self.dtype, torch.dtype) or not self.dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating torch.dtype, got {self.dtype!r}")
+        if self.config.vocab_size != 26:
+            raise ValueError(f"config.vocab_size must be 26 (the letters of echo text), got "
+                             f"{self.config.vocab_size}")
+        if self.config.max_len < self.length:
+            raise ValueError(f"config.max_len must hold length = {self.length} letters, got "
+                             f"{self.config.max_len}")
+
+    def build(self) -> DecoderLM:
+        return DecoderLM(self.config, dtype=self.dtype)
+
+    def fit(self, model: torch.nn.Module, **options: object) -> list[float]:
+        if not isinstance(model, DecoderLM):
+            raise TypeError(f"model must be a DecoderLM, got {type(model).__name__}")
+        if options:
+            raise TypeError(f"EchoTraining.fit takes no options, got {sorted(options)}")
+
+        def batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+            tokens = echo_text(self.batch_size, self.length, self.period, seed=step)
+            return tokens, echo_targets(tokens, self.period)
+
+        previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return train_lm(model, batch, steps=self.steps, lr=self.lr)
+        finally:
+            torch.set_num_threads(previous)
+
+
 def extend_context(model: DecoderLM, method: str, scale: float, train_length: int, *,
                    alpha: float = 1.0, beta: float = 32.0) -> DecoderLM:
     """A copy of a RoPE ``model`` whose every layer rotates by ``method``'s frequencies.
@@ -132,23 +200,30 @@ def extend_context(model: DecoderLM, method: str, scale: float, train_length: in
 
 @torch.no_grad()
 def echo_accuracy(model: DecoderLM, length: int, lines: int = 100,
-                  seed: int = 10**6) -> tuple[float, float]:
+                  seed: int = 10**6, *, min_period: int | None = None,
+                  max_period: int | None = None) -> tuple[float, float]:
     """Loss (nats) and accuracy on the predictable tokens of ``lines`` test lines.
 
     The lines are :func:`~attnlib.experiments.lm_tasks.varied_echo` of ``length`` tokens with
-    periods in [length/4, length/2], drawn with ``seed + length``.
+    periods in [``min_period``, ``max_period``], by default [length/4, length/2], drawn with
+    ``seed + length``.
 
     Raises:
         TypeError: if ``model`` is not a DecoderLM or a count not an int.
-        ValueError: if ``length`` < 4 or passes the model's ``max_len``, ``lines`` < 1 or
-            ``seed`` < 0.
+        ValueError: if ``length`` < 4 or passes the model's ``max_len``, ``lines`` < 1,
+            ``seed`` < 0, or a period < 1, above ``length`` or (``max_period``) below
+            ``min_period``.
     """
     check_instance("model", model, DecoderLM, "a DecoderLM")
     check_int("length", length, minimum=4)
     check_int("lines", lines, minimum=1)
     check_int("seed", seed, minimum=0)
-    tokens, targets = varied_echo(lines, length, length // 4, length // 2,
-                                  model.config.vocab_size, seed=seed + length)
+    low = length // 4 if min_period is None else check_int("min_period", min_period,
+                                                            minimum=1, maximum=length)
+    high = length // 2 if max_period is None else check_int("max_period", max_period,
+                                                             minimum=low, maximum=length)
+    tokens, targets = varied_echo(lines, length, low, high, model.config.vocab_size,
+                                  seed=seed + length)
     model.eval()
     logits = model(tokens)  # (lines, length, V)
     keep = targets != IGNORE_INDEX
@@ -163,12 +238,15 @@ class ContextRun:
 
     ``positions`` is ``"rope"`` (methods ``rope``, ``pi``, ``ntk``, ``yarn``, and
     ``yarn-32``: YaRN with the paper's beta = 32, untuned) or ``"alibi"`` (method ``alibi``).
+    ``near`` is the control for the distance: the accuracy of the model as trained (plain RoPE,
+    or ALiBi) at 4L on lines whose periods are those of training, L/4 to L/2.
     """
 
     seed: int
     positions: str
     accuracy: dict[tuple[str, int, bool], float]
     train_loss: float
+    near: float
 
 
 def context_run(setup: ContextSetup, seed: int, positions: str = "rope") -> ContextRun:
@@ -216,7 +294,9 @@ def _context_run(setup: ContextSetup, seed: int, positions: str) -> ContextRun:
                                                  seed=7 * 10**6 + seed * 1000 + step),
                  steps=setup.tune_steps, lr=setup.lr, constant_lr=True)
         accuracy[method, 4 * L, True] = echo_accuracy(tuned, 4 * L, setup.test_lines)[1]
-    return ContextRun(seed, positions, accuracy, sum(losses[-20:]) / 20)
+    near = echo_accuracy(model, 4 * L, setup.test_lines, min_period=L // 4,
+                         max_period=L // 2)[1]
+    return ContextRun(seed, positions, accuracy, sum(losses[-20:]) / 20, near)
 
 
 def _with_method(model: DecoderLM, method: str, scale: float, setup: ContextSetup) -> DecoderLM:

@@ -527,7 +527,19 @@ def _() -> Call:
         vocab_size=12, d_model=8, num_heads=2, num_kv_heads=2, num_layers=1, d_ff=16,
         max_len=32))).eval()
     return Call(api("echo_accuracy"), {"model": Obj(model), "length": Count(8, 4),
-                                       "lines": Count(2), "seed": Count(0, 0)}, module=True)
+                                       "lines": Count(2), "seed": Count(0, 0),
+                                       "min_period": Count(2, 1, 8, optional=True),
+                                       "max_period": Count(4, 2, 8, optional=True)},
+                module=True)
+
+
+@entry("EchoTraining")
+def _() -> Call:
+    config = api("DecoderLMConfig")(vocab_size=26, d_model=8, num_heads=2, num_kv_heads=2,
+                                    num_layers=1, d_ff=16, max_len=12)
+    return Call(api("EchoTraining"), {
+        "config": Obj(config), "steps": Count(2), "lr": Positive(0.01), "batch_size": Count(2),
+        "length": Count(12, 1, 12), "period": Count(4), "dtype": DType(torch.float32)})
 
 
 @entry("extend_context")
