@@ -1,6 +1,6 @@
 # mypy: disable-error-code="no-untyped-def"
 # (the kernel's arguments are Triton's: pointers and constexprs, which Python cannot annotate)
-r"""FlashAttention's forward pass as a Triton kernel: the loop of :func:`tiled_attention`, on a GPU.
+r"""FlashAttention's forward pass as a Triton kernel: the loop of ``tiled_attention``, on a GPU.
 
 :func:`attnlib.blocks.efficient.tiled_attention` walks over tiles of queries one after the
 other; the kernel here is the same loop written for a GPU in Triton, the way FlashAttention-2
@@ -53,9 +53,9 @@ except ImportError:  # pragma: no cover - depends on the installation
 
 #: Head sizes (E and Ev) up to this are tiled whole, as FlashAttention-2 supports.
 MAX_HEAD_SIZE = 256
-#: The dtypes the kernel computes in (float32 accumulators; float64 is not a GPU kernel's).
+#: The dtypes the kernel takes (its accumulators are float32; float64 is not a GPU kernel's).
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-#: Block sizes: powers of two from 16 (the smallest tile of ``tl.dot``) to 256.
+#: The block sizes allowed, the powers of two from 16 (the smallest tile of ``tl.dot``) to 256.
 BLOCK_SIZES = tuple(2**k for k in range(4, 9))
 
 
