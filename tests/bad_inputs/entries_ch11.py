@@ -13,7 +13,9 @@ from .harness import (
     Flag,
     Func,
     I,
+    Ids,
     M,
+    Mask,
     Obj,
     Positive,
     Real,
@@ -124,3 +126,59 @@ def _() -> Call:
     return Call(fn, {"embed_dim": Count(8), "num_heads": Count(2), "layer_index": Count(2),
                      "causal": Flag(True), "eps": Positive(1e-5), "x": X("B L D")},
                 module=True)
+
+
+# --- sparse attention ----------------------------------------------------------------------------
+
+
+@entry("lightning_indexer")
+def _() -> Call:
+    return Call(api("lightning_indexer"), {
+        "index_query": X("B L H E"), "index_key": X("B S E"), "index_weights": X("B L H"),
+        "is_causal": Flag(True)}, allow_inf=True)
+
+
+@entry("top_k_keys")
+def _() -> Call:
+    return Call(api("top_k_keys"), {"index_scores": X("B L S"), "k": Count(2)})
+
+
+def _indices() -> tuple[torch.Tensor, torch.Tensor]:
+    """Four of the S = 5 keys for each (b, query), the last one masked in a few rows."""
+    gen = torch.Generator().manual_seed(11)
+    indices = torch.rand(2, 3, 5, generator=gen).argsort(-1)[..., :4]  # (B, L, T)
+    valid = torch.ones(2, 3, 4, dtype=torch.bool)
+    valid[0, :2, -1] = False
+    return indices, valid
+
+
+@entry("sparse_attention")
+def _() -> Call:
+    indices, valid = _indices()
+    return Call(api("sparse_attention"), {
+        "query": X("B H L E"), "key": X("B H S E"), "value": X("B H S F"),
+        "indices": Ids(indices, "B L T", 5), "valid": Mask(valid, "B L T", additive=False),
+        "scale": Positive(None, optional=True)})
+
+
+@entry("indexer_kl_loss")
+def _() -> Call:
+    weights = X("B H L S")
+    weights.value = weights.value.softmax(-1)
+    return Call(api("indexer_kl_loss"), {
+        "index_scores": X("B L S"), "attention_weights": weights,
+        "selected": M("B L S", additive=False)})
+
+
+@entry("moba_mask")
+def _() -> Call:
+    return Call(api("moba_mask"), {
+        "query": X("B H L E"), "key": X("B H L E", scale=0.5),
+        "block_size": Count(2, cost=True), "top_k": Count(1, cost=True)})
+
+
+@entry("moba_attention")
+def _() -> Call:
+    return Call(api("moba_attention"), {
+        "query": X("B H L E"), "key": X("B H L E", scale=0.5), "value": X("B H L F"),
+        "block_size": Count(2), "top_k": Count(1)})
