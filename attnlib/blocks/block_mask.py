@@ -63,8 +63,9 @@ __all__ = [
     "softcap_score_mod",
 ]
 
-MaskMod = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
-ScoreMod = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Tensor]
+# mask_mod(b, h, q_idx, kv_idx) -> bool and score_mod(score, b, h, q_idx, kv_idx) -> score
+MaskMod = Callable[..., Tensor]
+ScoreMod = Callable[..., Tensor]
 
 EMPTY, PARTIAL, FULL = 0, 1, 2  # the kinds of a tile in BlockMask.kinds
 
@@ -72,7 +73,7 @@ EMPTY, PARTIAL, FULL = 0, 1, 2  # the kinds of a tile in BlockMask.kinds
 # --- mask makers ---------------------------------------------------------------------------------
 
 
-def causal_mask_mod(offset: int = 0) -> MaskMod:
+def causal_mask_mod(offset: int = 0) -> Callable[..., Tensor]:
     r"""The causal mask: query :math:`i` sees key :math:`j` iff :math:`j \le i + \text{offset}`.
 
     ``offset = 0`` aligns the first query with the first key (upper left, as
@@ -90,7 +91,7 @@ def causal_mask_mod(offset: int = 0) -> MaskMod:
     return causal
 
 
-def sliding_window_mask_mod(window: int) -> MaskMod:
+def sliding_window_mask_mod(window: int) -> Callable[..., Tensor]:
     r"""The causal band of ``window`` keys: query :math:`i` sees key :math:`j` iff
     :math:`i - w < j \le i` (as :func:`attnlib.blocks.sliding_window.sliding_window_mask`).
 
@@ -105,7 +106,7 @@ def sliding_window_mask_mod(window: int) -> MaskMod:
     return sliding_window
 
 
-def prefix_lm_mask_mod(prefix_length: int) -> MaskMod:
+def prefix_lm_mask_mod(prefix_length: int) -> Callable[..., Tensor]:
     r"""Prefix-LM (T5, UniLM): the first ``prefix_length`` keys are seen by every query (the
     prefix is read both ways), the rest causally: :math:`j < P` or :math:`j \le i`.
 
@@ -120,7 +121,7 @@ def prefix_lm_mask_mod(prefix_length: int) -> MaskMod:
     return prefix_lm
 
 
-def document_mask_mod(document_ids: Tensor, causal: bool = True) -> MaskMod:
+def document_mask_mod(document_ids: Tensor, causal: bool = True) -> Callable[..., Tensor]:
     r"""Documents packed in one sequence: a query sees only keys of its own document (and,
     if ``causal``, only those not after it). ``document_ids[b, i]`` is the document of
     position :math:`i` in batch row :math:`b`; queries and keys share the positions
@@ -156,7 +157,7 @@ def document_mask_mod(document_ids: Tensor, causal: bool = True) -> MaskMod:
 # --- score makers --------------------------------------------------------------------------------
 
 
-def softcap_score_mod(cap: float) -> ScoreMod:
+def softcap_score_mod(cap: float) -> Callable[..., Tensor]:
     r"""Logit soft-capping (Gemma 2, Gemma Team 2024): :math:`s \mapsto c \tanh(s / c)`.
 
     Near 0 the score is unchanged (:math:`\tanh x \approx x`); no score leaves
@@ -174,7 +175,7 @@ def softcap_score_mod(cap: float) -> ScoreMod:
     return softcap
 
 
-def alibi_score_mod(slopes: Tensor) -> ScoreMod:
+def alibi_score_mod(slopes: Tensor) -> Callable[..., Tensor]:
     r"""ALiBi (Press et al., 2022): :math:`s \mapsto s + m_h\,(j - i)`, a penalty growing with
     the distance from query :math:`i` back to key :math:`j`, with slope :math:`m_h` for head
     :math:`h` (:func:`attnlib.blocks.alibi.alibi_slopes`). Used with a causal mask.
@@ -213,7 +214,7 @@ class BlockMask:
     """
 
     kinds: Tensor  # (B, H, ceil(L / bq), ceil(S / bk)), int8
-    mask_mod: MaskMod
+    mask_mod: Callable[..., Tensor]
     L: int
     S: int
     block_size_q: int
@@ -233,7 +234,7 @@ class BlockMask:
 
 
 def create_block_mask(
-    mask_mod: MaskMod, B: int, H: int, L: int, S: int, block_size_q: int = 128,
+    mask_mod: Callable[..., Tensor], B: int, H: int, L: int, S: int, block_size_q: int = 128,
     block_size_k: int = 128, device: torch.device | str | None = None,
 ) -> BlockMask:
     r"""The block mask of ``mask_mod`` for an :math:`L \times S` grid cut into tiles.
@@ -293,7 +294,7 @@ def _evaluate_mask(mask_mod: MaskMod, b: Tensor, h: Tensor, q_idx: Tensor, kv_id
 
 
 def flex_tiled_attention(
-    query: Tensor, key: Tensor, value: Tensor, score_mod: ScoreMod | None = None,
+    query: Tensor, key: Tensor, value: Tensor, score_mod: Callable[..., Tensor] | None = None,
     block_mask: BlockMask | None = None, scale: float | None = None,
 ) -> Tensor:
     r"""Attention that visits only the tiles ``block_mask`` keeps, with ``score_mod`` applied.

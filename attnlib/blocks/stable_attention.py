@@ -165,7 +165,8 @@ class StableSelfAttention(nn.Module):
     the cap (detached), the quantity QK-clip watches and the chapter plots.
 
     Args:
-        embed_dim: D. num_heads: H (dividing D; E = D / H even when ``rope``).
+        embed_dim: D.
+        num_heads: H, dividing D (E = D / H, even when ``rope``).
         qk_norm: ``"none"``, ``"head"`` (RMSNorm over each head's E features, gains of E) or
             ``"all"`` (over the H E features of the projection, gains of H E).
         softcap: the cap c of the logits, or None.
@@ -316,7 +317,8 @@ class DifferentialAttention(nn.Module):
     .. math::
 
         \lambda = e^{\lambda_{q_1} \cdot \lambda_{k_1}} - e^{\lambda_{q_2} \cdot \lambda_{k_2}}
-        + \lambda_{\text{init}},\qquad
+        + \lambda_{\text{init}},
+
         \lambda_{\text{init}} = 0.8 - 0.6\, e^{-0.3 (l - 1)}
 
     for layer :math:`l \ge 1` (the paper's section 2.1; its code, ``lambda_init_fn(depth)``,
@@ -330,8 +332,11 @@ class DifferentialAttention(nn.Module):
         \operatorname{RMSNorm}(\operatorname{DiffAttn}_h(X))
 
     Args:
-        embed_dim: D. num_heads: H (2H divides D). layer_index: l, from 1. causal: mask the
-        future. eps: the RMSNorm's epsilon (1e-5, the paper's code).
+        embed_dim: D.
+        num_heads: H (2H divides D).
+        layer_index: l, from 1.
+        causal: mask the keys after each query.
+        eps: the RMSNorm's epsilon (1e-5, the paper's code).
 
     Shape:
         x: (B, L, D). Returns (B, L, D).
