@@ -172,3 +172,23 @@ def test_compiles_for_an_sm90_gpu_without_one() -> None:
         kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
     assert kernel.asm["cubin"]
     assert "mma" in kernel.asm["ptx"]  # tl.dot became tensor-core instructions
+
+
+def test_without_triton_the_module_imports_and_the_function_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    import attnlib.blocks.triton_flash as module
+
+    for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "triton", None)  # import triton raises ImportError
+    try:
+        fresh = importlib.reload(module)
+        assert fresh.triton is None
+        q, k, v = qkv(1, L=8, S=8, E=16, Ev=16)
+        with pytest.raises(ModuleNotFoundError, match="pip install triton"):
+            fresh.triton_flash_attention(q, k, v, interpret=True)
+    finally:
+        monkeypatch.undo()
+        importlib.reload(module)
