@@ -118,6 +118,12 @@ def _() -> Call:
         "lam": X("H 1 1", scale=0.5), "attn_mask": M("B H L S", additive=False)})
 
 
+@entry("differential_attention#scalar-lambda")
+def _() -> Call:
+    return Call(api("differential_attention"), {
+        "query": X("B H L E"), "key": X("B H S E"), "value": X("B H S F"), "lam": Real(0.3)})
+
+
 @entry("DifferentialAttention")
 def _() -> Call:
     def fn(embed_dim, num_heads, layer_index, causal, eps, x):  # type: ignore[no-untyped-def]
