@@ -67,19 +67,19 @@ def test_qk_clip_brings_each_head_over_tau_back_to_tau_and_leaves_the_others() -
 
     before = max_logits(heads(w_q), heads(w_k))
     tau = float(before.sort().values[1])  # one head under tau, one at it, one over
-    new_q, new_k, eta = qk_clip(w_q, w_k, before, tau)
+    new_q, new_k, gamma = qk_clip(w_q, w_k, before, tau)
     after = max_logits(heads(new_q), heads(new_k))
     for h in range(H):
         if float(before[h]) > tau:
             assert float(after[h]) == pytest.approx(tau, rel=1e-12)
-            assert float(eta[h]) == pytest.approx(tau / float(before[h]), rel=1e-12)
-            rows = slice(h * E, (h + 1) * E)  # the split: sqrt(eta) each with alpha = 1/2
-            torch.testing.assert_close(new_q[rows], w_q[rows] * math.sqrt(float(eta[h])))
-            torch.testing.assert_close(new_k[rows], w_k[rows] * math.sqrt(float(eta[h])))
+            assert float(gamma[h]) == pytest.approx(tau / float(before[h]), rel=1e-12)
+            rows = slice(h * E, (h + 1) * E)  # the split: sqrt(gamma) each with alpha = 1/2
+            torch.testing.assert_close(new_q[rows], w_q[rows] * math.sqrt(float(gamma[h])))
+            torch.testing.assert_close(new_k[rows], w_k[rows] * math.sqrt(float(gamma[h])))
         else:
-            assert float(eta[h]) == 1.0 and float(after[h]) == pytest.approx(float(before[h]))
+            assert float(gamma[h]) == 1.0 and float(after[h]) == pytest.approx(float(before[h]))
     assert int((before > tau).sum()) == 1
-    _, only_k, _ = qk_clip(w_q, w_k, before, tau, alpha=0.0)  # all of eta on the keys
+    _, only_k, _ = qk_clip(w_q, w_k, before, tau, alpha=0.0)  # all of gamma on the keys
     assert float(max_logits(heads(w_q), heads(only_k)).max()) == pytest.approx(tau, rel=1e-12)
 
 

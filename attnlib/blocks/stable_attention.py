@@ -17,13 +17,13 @@ large-scale Transformer training instabilities"). Four remedies of today's model
   :math:`c = 50` for the attention logits. :func:`soft_cap`, or ``softcap``.
 * **QK-clip** (Kimi K2, Kimi Team 2025, the clip of its MuonClip optimizer): after an
   optimizer step, each head :math:`h` whose largest logit :math:`S^h_{\max}` over the batch
-  exceeds :math:`\tau` has its query and key weights rescaled by
-  :math:`\eta_h = \tau / S^h_{\max}`, :math:`W^h_q \leftarrow \eta_h^{\alpha} W^h_q`,
-  :math:`W^h_k \leftarrow \eta_h^{1-\alpha} W^h_k` with :math:`\alpha = 1/2`, so the next
+  exceeds :math:`\tau` (100 for Kimi K2) has its query and key weights rescaled by
+  :math:`\gamma_h = \tau / S^h_{\max}`, :math:`W^h_q \leftarrow \gamma_h^{\alpha} W^h_q`,
+  :math:`W^h_k \leftarrow \gamma_h^{1-\alpha} W^h_k` with :math:`\alpha = 1/2`, so the next
   forward pass of the same input tops out at :math:`\tau`. :func:`max_logits`,
   :func:`qk_clip`. For multi-head latent attention (MLA) the paper clips only what belongs
   to one head: the head's query and key components :math:`q^C, k^C` by
-  :math:`\sqrt{\eta_h}`, its rotary query part :math:`q^R` by :math:`\eta_h`, and leaves the
+  :math:`\sqrt{\gamma_h}`, its rotary query part :math:`q^R` by :math:`\gamma_h`, and leaves the
   rotary key :math:`k^R`, shared by every head, alone (rescaling it would touch all heads).
 * **Differential attention** (Ye et al., "Differential Transformer", ICLR 2025): the
   difference of two softmax maps, :math:`(\operatorname{softmax}(Q_1K_1^\top/\sqrt d) -
@@ -110,11 +110,12 @@ def qk_clip(
 ) -> tuple[Tensor, Tensor, Tensor]:
     r"""Kimi K2's QK-clip for multi-head attention: the query and key weights, rescaled per head.
 
-    :math:`\eta_h = \min(1, \tau / S^h_{\max})`; the rows of head :math:`h` (rows
+    :math:`\gamma_h = \min(1, \tau / S^h_{\max})`; the rows of head :math:`h` (rows
     :math:`hE` to :math:`(h+1)E - 1` of an ``nn.Linear`` weight of shape (H E, D)) of
-    ``w_q`` are multiplied by :math:`\eta_h^{\alpha}`, those of ``w_k`` by
-    :math:`\eta_h^{1-\alpha}`. A head under :math:`\tau` is left alone. Returns new tensors
-    (copy them into the layer under ``torch.no_grad()``), and :math:`\eta`.
+    ``w_q`` are multiplied by :math:`\gamma_h^{\alpha}`, those of ``w_k`` by
+    :math:`\gamma_h^{1-\alpha}`. A head under :math:`\tau` is left alone. Returns new tensors
+    (copy them into the layer under ``torch.no_grad()``), and :math:`\gamma`. The paper
+    (Kimi Team, "Kimi K2: Open Agentic Intelligence", 2025) writes :math:`\gamma_h`.
 
     Shape:
         w_q, w_k: (H E, D); max_logit: (H,) (:func:`max_logits`). Returns (H E, D) twice, (H,).
@@ -140,10 +141,10 @@ def qk_clip(
     check_not_meta("max_logit", max_logit, "that it holds no NaN")
     if bool(torch.isnan(max_logit).any()):
         raise ValueError("max_logit holds NaN")
-    eta = (float(tau) / max_logit).clamp(max=1.0)  # (H,); a logit <= 0 gives eta < 0 below
-    eta = torch.where(max_logit > float(tau), eta, torch.ones_like(eta))
-    rows = eta.repeat_interleave(w_q.shape[0] // H).unsqueeze(-1)  # (H E, 1)
-    return w_q * rows ** alpha, w_k * rows ** (1 - alpha), eta
+    gamma = (float(tau) / max_logit).clamp(max=1.0)  # (H,)
+    gamma = torch.where(max_logit > float(tau), gamma, torch.ones_like(gamma))  # others: 1
+    rows = gamma.repeat_interleave(w_q.shape[0] // H).unsqueeze(-1)  # (H E, 1)
+    return w_q * rows ** alpha, w_k * rows ** (1 - alpha), gamma
 
 
 def _rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
@@ -162,7 +163,7 @@ class StableSelfAttention(nn.Module):
         s_{ij} = \operatorname{cap}(\tilde{\mathbf q}_i \cdot \tilde{\mathbf k}_j / \sqrt E)
 
     After each forward, ``last_max_logits`` holds :math:`S^h_{\max}` (H,) of the logits before
-    the cap (detached), the quantity QK-clip watches and the chapter plots.
+    the cap (detached), the quantity QK-clip watches.
 
     Args:
         embed_dim: D.
