@@ -41,7 +41,6 @@ from torch import Tensor
 
 from attnlib._checks import (
     check_device_arg,
-    check_input,
     check_int,
     check_not_meta,
     check_positive,
@@ -414,5 +413,6 @@ def _check_block_mask(block_mask: object, B: int, H: int, L: int, S: int,
         raise ValueError(f"block_mask was made for B = {Bm}, H = {Hm}, L = {block_mask.L}, "
                          f"S = {block_mask.S}, but query and key have B = {B}, H = {H}, "
                          f"L = {L}, S = {S} (B and H of the block mask: 1 or the same)")
-    check_input("block_mask.kinds", block_mask.kinds.float(), torch.empty(0, device=device),
-                other="query")
+    if block_mask.kinds.device != device:
+        raise ValueError(f"block_mask is on device {block_mask.kinds.device}, but query is on "
+                         f"{device}: make it with create_block_mask(..., device=query.device)")
