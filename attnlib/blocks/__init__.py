@@ -11,6 +11,8 @@ Above ``attnlib.data``, below ``attnlib.models``. In the order of the chapters:
   :mod:`attnlib.blocks.rope_scaling` (position interpolation, NTK-aware, YaRN) and
   :mod:`attnlib.blocks.alibi`: positions past the training length;
 * :mod:`attnlib.blocks.efficient`: the online softmax, tiled attention, and measuring them;
+  :mod:`attnlib.blocks.triton_flash`: the same loop as a Triton kernel (run on a CPU by Triton's
+  interpreter, compiled on a GPU);
 * :mod:`attnlib.blocks.gqa`, :mod:`attnlib.blocks.sliding_window`,
   :mod:`attnlib.blocks.linear_attention`: the attention of today's language models;
 * :mod:`attnlib.blocks.latent_attention`, :mod:`attnlib.blocks.gated_attention`,
