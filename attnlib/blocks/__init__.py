@@ -17,5 +17,9 @@ Above ``attnlib.data``, below ``attnlib.models``. In the order of the chapters:
   :mod:`attnlib.blocks.linear_attention`: the attention of today's language models;
 * :mod:`attnlib.blocks.latent_attention`, :mod:`attnlib.blocks.gated_attention`,
   :mod:`attnlib.blocks.delta_rule`: latent keys and values, gates and sinks, the delta rule
-  (chapter 10).
+  (chapter 10);
+* :mod:`attnlib.blocks.block_mask`, :mod:`attnlib.blocks.sparse_attention`,
+  :mod:`attnlib.blocks.stable_attention`: block masks and score functions over tiled attention,
+  trainable sparse attention (DeepSeek's indexer, MoBA), and attention that stays stable
+  (QK-norm, soft-capping, QK-clip, differential attention), for the chapter that follows.
 """
