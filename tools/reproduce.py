@@ -48,7 +48,8 @@ MEASURED_SECONDS = {
     "09_attention_in_language_models": 170, "10_modern_attention": 100,
     "08_efficient_attention": 43, "03_scaled_dot_product": 32,
 }
-WORKER_CHAPTERS = {"04_seq2seq_attention", "07_transformer", "10_modern_attention"}
+WORKER_CHAPTERS = {"04_seq2seq_attention", "07_transformer", "09_attention_in_language_models",
+                   "10_modern_attention"}
 
 
 def longest_first(notebooks: list[str]) -> list[str]:
