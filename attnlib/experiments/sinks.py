@@ -19,6 +19,7 @@ of ``window`` tokens drops that token (a rolling window) or keeps it (StreamingL
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -38,8 +39,8 @@ from attnlib.blocks.gated_attention import CausalSelfAttention
 from attnlib.models.decoder_lm import DecoderLM, train_lm
 from attnlib.models.mixer_lm import MixerBlock, MixerCache, MixerLM
 
-__all__ = ["BOS", "TRIGGERS", "backcopy_targets", "backcopy_text", "first_token_mass",
-           "is_trigger", "loss_by_position", "train"]
+__all__ = ["BOS", "TRIGGERS", "BackcopyModel", "backcopy_targets", "backcopy_text",
+           "first_token_mass", "is_trigger", "loss_by_position", "train"]
 
 BOS = 26
 """The start token's id, after the 26 letters."""
@@ -48,7 +49,8 @@ TRIGGERS = (0, 1, 2)
 """The ids of the trigger letters a, b and c (the letter after one copies the letter before it)."""
 
 
-def _bigram_table(seed: int = 0, successors: int = 3) -> Tensor:
+@functools.lru_cache(maxsize=4)
+def _bigram_table(seed: int = 0, successors: int = 3) -> Tensor:  # read only: cached
     generator = torch.Generator().manual_seed(seed)
     table = torch.zeros(26, 26, dtype=torch.float64)
     for letter in range(26):
@@ -107,6 +109,10 @@ def is_trigger(tokens: Tensor) -> Tensor:
     return torch.isin(tokens, torch.tensor(TRIGGERS))
 
 
+_BATCHES: dict[tuple[int, int, int], tuple[Tensor, Tensor]] = {}
+"""Training batches by (batch, length, step): drawn once per process (:func:`train`)."""
+
+
 def train(model: MixerLM, length: int, steps: int, lr: float = 0.01, batch: int = 16
           ) -> list[float]:
     """Train on fresh Bigram-Backcopy batches (seed = step) with chapter 9's ``train_lm``.
@@ -122,8 +128,14 @@ def train(model: MixerLM, length: int, steps: int, lr: float = 0.01, batch: int 
     check_int("batch", batch, minimum=1)
     check_int("length", length, minimum=2)
     def draw(step: int) -> tuple[Tensor, Tensor]:
-        tokens = backcopy_text(batch, length, seed=step)
-        return tokens, backcopy_targets(tokens)
+        key = (batch, length, step)
+        if key not in _BATCHES:  # the same lines for every model trained in this process
+            if len(_BATCHES) >= 4096:
+                _BATCHES.clear()
+            tokens = backcopy_text(batch, length, seed=step)
+            _BATCHES[key] = tokens, backcopy_targets(tokens)
+        tokens, targets = _BATCHES[key]
+        return tokens.clone(), targets.clone()
 
     # train_lm only calls the model on tokens: any decoder with that forward will do
     return train_lm(cast(DecoderLM, model), draw, steps=steps, lr=lr)
@@ -218,14 +230,15 @@ def loss_by_position(model: MixerLM, tokens: Tensor, window: int | None = None,
 
 
 @dataclass(frozen=True)
-class TwoBlockLayout:
-    """Chapter 10's two-block Bigram-Backcopy model, described for
+class BackcopyModel:
+    """Chapter 10's Bigram-Backcopy models, described for
     :func:`~attnlib.train.runs.train_runs` (a :class:`~attnlib.train.runs.Trainable`).
 
     ``blocks`` holds, per block, the keyword arguments of its
-    :class:`~attnlib.blocks.gated_attention.CausalSelfAttention` (``window``, ``learned_sink``)
-    as (name, value) pairs; D = 32, 2 heads, a feed-forward layer of 8, float32. ``fit`` is
-    :func:`train` with the run's options.
+    :class:`~attnlib.blocks.gated_attention.CausalSelfAttention` (``gate``, ``window``,
+    ``learned_sink``) as (name, value) pairs: one entry for the one-block models, two for the
+    layouts; D = 32, 2 heads, a feed-forward layer of 8, float32. ``fit`` is :func:`train`
+    with the run's options.
     """
 
     blocks: tuple[tuple[tuple[str, Any], ...], ...]
