@@ -4,7 +4,9 @@ The twins are attnlib's ``tiled_attention`` (the same loop in PyTorch) and
 ``F.scaled_dot_product_attention``; the log-sum-exp against ``torch.logsumexp``. Shapes that are
 and are not multiples of the tiles, L != S both ways, causal and not, float32 and float16 (the
 interpreter's bfloat16 products are wrong and are refused). The compiled path is checked as far
-as a machine without a GPU allows: the kernel compiles to a cubin for an sm_90 GPU.
+as a machine without a GPU allows: the kernel compiles to a cubin for an sm_90 GPU. The tests
+marked ``needs_cuda`` run the compiled kernel and compare it with ``F.scaled_dot_product_attention``
+on the GPU; without CUDA they are reported as skipped (``s``, with the reason), never as passed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ from attnlib.blocks.triton_flash import (  # noqa: E402
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+
+#: Runs the compiled kernel: only where torch sees a CUDA GPU; skipped (not passed) elsewhere.
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="needs a CUDA GPU (runs the compiled kernel)")
 
 
 def qkv(*shape: int, L: int, S: int, E: int, Ev: int, dtype: torch.dtype = torch.float32,
@@ -192,3 +198,50 @@ def test_without_triton_the_module_imports_and_the_function_says_what_to_install
     finally:
         monkeypatch.undo()
         importlib.reload(module)
+
+
+def test_more_batch_entries_than_a_launch_grid_holds_are_refused() -> None:
+    q = torch.zeros(65536, 1, 16)  # 65536 batch entries of one query each
+    with pytest.raises(ValueError, match="hold 65536 entries, above 65535"):
+        triton_flash_attention(q, q, q, interpret=True)
+
+
+GPU_CASES = [(L, S, E, Ev, causal, bq, bk) for L, S, _, _, causal, bq, bk in CASES
+             for E, Ev in ((64, 64), (128, 128))]
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize(("L", "S", "E", "Ev", "causal", "bq", "bk"), GPU_CASES)
+def test_compiled_kernel_on_a_gpu_equals_sdpa(
+        L: int, S: int, E: int, Ev: int, causal: bool, bq: int, bk: int,
+        dtype: torch.dtype) -> None:
+    """The compiled kernel on CUDA tensors against sdpa in float32 (TF32 products: 1e-3)."""
+    q, k, v = (t.cuda() for t in qkv(2, 3, L=L, S=S, E=E, Ev=Ev, dtype=dtype))
+    with torch.no_grad():
+        out, lse = triton_flash_attention(q, k, v, is_causal=causal, block_size_q=bq,
+                                          block_size_k=bk, interpret=False, return_lse=True)
+        reference = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                   is_causal=causal)
+    assert out.dtype == dtype and out.device.type == "cuda"
+    tolerance = {torch.float16: 2e-2, torch.bfloat16: 2e-2, torch.float32: 1e-3}[dtype]
+    assert (out.float() - reference).abs().max().item() < tolerance
+    exact_lse = reference_lse(q.cpu(), k.cpu(), causal)
+    assert (lse.cpu().double() - exact_lse).abs().max().item() < tolerance
+
+
+@needs_cuda
+def test_compiled_kernel_with_64_bit_offsets() -> None:
+    """B * L * E above 2**31: the last batch entry's output, against sdpa on that entry."""
+    B, L, E = 1025, 32768, 64  # 2.15e9 elements per tensor, 4.3 GB each in float16
+    free, _ = torch.cuda.mem_get_info()
+    if free < 5 * B * L * E * 2:
+        pytest.skip(f"needs about {5 * B * L * E * 2 / 2**30:.0f} GiB of free GPU memory")
+    q = torch.zeros(B, L, E, dtype=torch.float16, device="cuda")
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q[-1] = torch.randn(L, E, generator=g, device="cuda", dtype=torch.float16)
+    with torch.no_grad():
+        out = triton_flash_attention(q, q, q, is_causal=True, interpret=False)
+        last = F.scaled_dot_product_attention(q[-1:].float(), q[-1:].float(),
+                                              q[-1:].float(), is_causal=True)
+    assert (out[-1:].float() - last).abs().max().item() < 2e-2

@@ -55,6 +55,8 @@ except ImportError:  # pragma: no cover - depends on the installation
 MAX_HEAD_SIZE = 256
 #: The dtypes the kernel takes (its accumulators are float32; float64 is not a GPU kernel's).
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+#: The most batch entries (batch x heads) in one call: CUDA caps a launch grid's second axis.
+MAX_GRID_BATCH = 65535
 #: The block sizes allowed, the powers of two from 16 (the smallest tile of ``tl.dot``) to 256.
 BLOCK_SIZES = tuple(2**k for k in range(4, 9))
 
@@ -66,7 +68,9 @@ def _flash_forward_kernel(
     BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr,
 ):
     q0 = tl.program_id(0) * BLOCK_Q  # this program's tile of queries...
-    b = tl.program_id(1)  # ... in this batch entry; all programs in parallel
+    # ... in this batch entry; all programs in parallel. 64-bit, so that
+    # offsets such as b * L * E do not wrap past 2**31 elements.
+    b = tl.program_id(1).to(tl.int64)
     rows = q0 + tl.arange(0, BLOCK_Q)  # (bq,) query positions
     e = tl.arange(0, BLOCK_E)  # E padded to a power of two; masked below
     ev = tl.arange(0, BLOCK_EV)
@@ -235,8 +239,9 @@ def triton_flash_attention(
         ValueError: mismatched shapes, batch dimensions that do not broadcast, no key,
             E = 0, E or Ev above 256, another device, a ``scale`` that is not finite and
             > 0, block sizes that are not powers of two from 16 to 256, inputs that require
-            gradients, or inputs that the chosen mode cannot run: CPU tensors without the
-            interpreter, or tensors neither on the CPU nor on a CUDA GPU.
+            gradients, inputs that the chosen mode cannot run: CPU tensors without the
+            interpreter, or tensors neither on the CPU nor on a CUDA GPU, or more than
+            ``MAX_GRID_BATCH`` (65535) batch entries, the most a launch grid's axis holds.
     """
     check_qkv(query, key, value, is_causal=is_causal, need_keys=True, scale=scale)
     for name, size in (("block_size_q", block_size_q), ("block_size_k", block_size_k)):
@@ -260,6 +265,11 @@ def triton_flash_attention(
     batch = torch.broadcast_shapes(  # type: ignore[no-untyped-call]
         query.shape[:-2], key.shape[:-2], value.shape[:-2])
     B = math.prod(batch)
+    if B > MAX_GRID_BATCH:
+        raise ValueError(f"the batch dimensions {tuple(batch)} hold {B} entries, above "
+                         f"{MAX_GRID_BATCH}, the most that a GPU launch grid holds along the "
+                         f"axis of batch entries: split the batch into calls of at most "
+                         f"{MAX_GRID_BATCH}")
     q, k, v = (t.expand(*batch, *t.shape[-2:]).reshape(B, *t.shape[-2:]).contiguous()
                for t in (query, key, value))  # (B, L, E), (B, S, E), (B, S, Ev)
     out = query.new_empty(B, L, Ev)  # (B, L, Ev)
