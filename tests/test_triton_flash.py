@@ -216,7 +216,10 @@ GPU_CASES = [(L, S, E, Ev, causal, bq, bk) for L, S, _, _, causal, bq, bk in CAS
 def test_compiled_kernel_on_a_gpu_equals_sdpa(
         L: int, S: int, E: int, Ev: int, causal: bool, bq: int, bk: int,
         dtype: torch.dtype) -> None:
-    """The compiled kernel on CUDA tensors against sdpa in float32 (TF32 products: 1e-3)."""
+    """The compiled kernel on CUDA tensors against sdpa in float32.
+
+    float16/bfloat16 within 2e-2; float32 within 5e-3, since tl.dot multiplies float32 in TF32
+    (10 mantissa bits) by default: about 1e-3 per score, a few times that in the output."""
     q, k, v = (t.cuda() for t in qkv(2, 3, L=L, S=S, E=E, Ev=Ev, dtype=dtype))
     with torch.no_grad():
         out, lse = triton_flash_attention(q, k, v, is_causal=causal, block_size_q=bq,
@@ -224,7 +227,7 @@ def test_compiled_kernel_on_a_gpu_equals_sdpa(
         reference = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
                                                    is_causal=causal)
     assert out.dtype == dtype and out.device.type == "cuda"
-    tolerance = {torch.float16: 2e-2, torch.bfloat16: 2e-2, torch.float32: 1e-3}[dtype]
+    tolerance = {torch.float16: 2e-2, torch.bfloat16: 2e-2, torch.float32: 5e-3}[dtype]
     assert (out.float() - reference).abs().max().item() < tolerance
     exact_lse = reference_lse(q.cpu(), k.cpu(), causal)
     assert (lse.cpu().double() - exact_lse).abs().max().item() < tolerance
