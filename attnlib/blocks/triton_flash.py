@@ -55,7 +55,7 @@ except ImportError:  # pragma: no cover - depends on the installation
 MAX_HEAD_SIZE = 256
 #: The dtypes the kernel takes (its accumulators are float32; float64 is not a GPU kernel's).
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-#: The most batch entries (batch x heads) in one call: CUDA caps a launch grid's second axis.
+#: The most batch entries (batch x heads) in one call, as CUDA caps a launch grid's second axis.
 MAX_GRID_BATCH = 65535
 #: The block sizes allowed, the powers of two from 16 (the smallest tile of ``tl.dot``) to 256.
 BLOCK_SIZES = tuple(2**k for k in range(4, 9))
