@@ -82,3 +82,28 @@ def test_bad_job_lists_are_refused() -> None:
         slots.run([_sleep("a", 0, 1, "nowhere")], 1)
     with pytest.raises(ValueError, match="wait for each other"):
         slots.run([_sleep("a", 0, 1, "b"), _sleep("b", 0, 1, "a")], 1)
+
+
+def test_a_job_of_no_slots_runs_beside_a_job_that_takes_them_all() -> None:
+    jobs = [_sleep("whole", 0.6, 2), _sleep("waits", 0.1, 0), _sleep("next", 0.0)]
+    _, events = _timeline(jobs, 2)
+    assert events.index(("start", "waits")) < events.index(("end", "whole"))
+    assert events.index(("start", "next")) > events.index(("end", "whole"))
+
+
+def test_make_test_runs_the_browser_test_beside_the_chapters_with_workers_after_the_first() -> None:
+    import run_tests
+
+    chapters = [f"chapters/{name}.ipynb" for name in (
+        "01_kernel_regression", "04_seq2seq_attention", "10_modern_attention")]
+    jobs = {job.name: job for job in run_tests.steps(chapters, 2)}
+    names = list(jobs)
+    browser = jobs["browser-check"]
+    assert browser.slots == 0
+    assert set(browser.needs) == {"book-join", "nbval chapters/04_seq2seq_attention.ipynb"}
+    assert names.index("nbval chapters/01_kernel_regression.ipynb") < names.index(
+        "nbval chapters/04_seq2seq_attention.ipynb") < names.index("browser-check") < names.index(
+        "nbval chapters/10_modern_attention.ipynb")
+    assert names[:3] == ["lint", "typecheck", "unit"]
+    # without a chapter that trains in worker processes, it follows the book alone
+    assert run_tests.steps(chapters[:1], 2)[-1].needs == ("book-join",)

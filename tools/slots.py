@@ -29,7 +29,8 @@ __all__ = ["Job", "Result", "run"]
 
 @dataclass(frozen=True)
 class Job:
-    """A command. ``slots``: cores it keeps busy; ``needs``: names of jobs that must pass first."""
+    """A command. ``slots``: cores it keeps busy (0: it runs beside the others, for a command that
+    mostly waits); ``needs``: names of jobs that must pass first."""
 
     name: str
     command: Sequence[str]
