@@ -5,9 +5,9 @@ The steps are the make targets ``lint typecheck unit bench-quick i18n-check``, t
 editions (``book-en``, ``book-zh-html``, then ``book-join``), ``browser-check`` over the built
 book, and nbval of each chapter (the jobs of ``make nbval``: a chapter that trains in worker
 processes takes every core while it runs). They start in that order as cores free up (tools/slots.py):
-the quick checks first, so that a typo fails in seconds; the chapters with worker processes last,
-one after another. The browser test, which mostly waits on the browser, takes no core of its own:
-it runs beside the chapters with worker processes after the first of them. If a step fails, no further step starts, the running ones are stopped, and
+ruff first, so that a typo fails in seconds, and the book's two editions, so that the browser
+test, which mostly waits on the browser and takes no core of its own, runs beside the steps that
+run in one process; the chapters with worker processes last, one after another, alone. If a step fails, no further step starts, the running ones are stopped, and
 the failed step's output is printed whole; the exit status is then 1.
 
 Usage: ``python tools/run_tests.py [--cores N] NOTEBOOK...`` (the Makefile passes $(NOTEBOOKS)).
@@ -38,18 +38,17 @@ def steps(notebooks: list[str], cores: int) -> list[Job]:
     chapters = chapter_jobs(notebooks, cores, nbval_env, prefix="nbval ")
     single = [job for job in chapters if job.slots == 1]
     whole = [job for job in chapters if job.slots > 1]
-    # The browser test mostly waits on the browser (94 s of CPU in 228 s on 2 cores): it takes no
-    # slot, and starts once the first chapter with worker processes (which keeps both cores
-    # busy) has finished, beside the chapters that leave some of a core idle.
-    first = whole[:1]
+    # The browser test mostly waits on the browser (89 s of CPU in 190 s on 2 cores): it takes no
+    # slot and starts as soon as both editions are built, so the books come first. Beside the
+    # single-process steps, whose budgets have room; beside a chapter with worker processes it slowed
+    # chapter 9 from 86 s to 190 s (2026-11-29), so those run after it, alone.
     browser = Job("browser-check", [MAKE, "--no-print-directory", "browser-check"], slots=0,
-                  needs=("book-join", *(job.name for job in first)))
+                  needs=("book-join",))
     return [
-        target("lint"), target("typecheck"), target("unit"),
-        target("book-en"), target("book-zh-html"),
-        target("book-join", "book-en", "book-zh-html"),
-        target("bench-quick"), target("i18n-check"),
-        *single, *first, browser, *whole[1:],
+        target("lint"), target("book-en"), target("book-zh-html"),
+        target("book-join", "book-en", "book-zh-html"), browser,
+        target("typecheck"), target("unit"), target("bench-quick"), target("i18n-check"),
+        *single, *whole,
     ]
 
 
