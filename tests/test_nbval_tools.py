@@ -54,7 +54,7 @@ def test_reproduce_after_make_test_skips_only_make_tests_own_run(
     assert code == 0
     table = report.read_text(encoding="utf-8")
     assert "| 1 | default | this machine's | 1 |" in table
-    assert "| 2 | avx2 | this machine's | - | - | make test's own run |" in table
+    assert "| 2 | avx2 | this machine's | - | make test's own run |" in table
     assert "1 of 1 combinations passed" in table
     assert "not repeated" in capsys.readouterr().out
     # Without the flag both combinations run.
@@ -106,7 +106,38 @@ def test_reproduce_runs_a_combination_as_an_amd_processor_and_repeats_no_own_run
         assert len(seen) == ran
         assert all(env["ATTNLIB_CPU_VENDOR"] == "AuthenticAMD"
                    and env["ATEN_CPU_CAPABILITY"] == "avx2" for env in seen)
-    assert "| 2 | avx2 | AuthenticAMD | - | - | make test's own run |" in report.read_text(
+    assert "| 2 | avx2 | AuthenticAMD | - | make test's own run |" in report.read_text(
         encoding="utf-8")
     with pytest.raises(SystemExit):
         reproduce.main(["--combos", "2:avx2:arm", good])
+
+
+def test_the_combinations_share_one_pool_and_each_reports_its_own_failures(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both combinations' notebooks run in one pool; a notebook whose stored output is wrong
+    fails every combination, and the table counts each combination's cells apart."""
+    monkeypatch.chdir(ROOT)
+    good = _notebook(tmp_path / "good.ipynb", "2\n")
+    bad = _notebook(tmp_path / "bad.ipynb", "3\n")
+    report = tmp_path / "reproduce.md"
+    assert reproduce.main(["--combos", "1:default", "2:avx2", "--cores", "2",
+                           "--report", str(report), good, bad]) == 1
+    table = report.read_text(encoding="utf-8")
+    assert "| 1 | default | this machine's | 1 | 1 | 1 |" in table
+    assert "| 2 | avx2 | this machine's | 1 | 1 | 1 |" in table
+    assert "0 of 2 combinations passed" in table
+
+
+def test_a_single_process_chapter_follows_each_worker_chapter_in_the_pool() -> None:
+    given = [f"chapters/{name}.ipynb" for name in (
+        "01_kernel_regression", "04_seq2seq_attention", "05_multihead_self_attention",
+        "08_efficient_attention", "10_modern_attention")]
+    combos = [("[a]", {"X": "a"}), ("[b]", {"X": "b"})]
+    jobs = reproduce.pooled_jobs(combos, given, 2)
+    assert len(jobs) == 10 and len({job.name for job in jobs}) == 10
+    assert [job.slots for job in jobs] == [2, 1, 1, 2, 1, 1, 2, 1, 2, 1]
+    assert [job.name for job in jobs[:4]] == [
+        f"[a] {given[1]}", f"[a] {given[3]}", f"[b] {given[3]}", f"[b] {given[1]}"]
+    assert [job.env["X"] for job in jobs if job.env] == [
+        "a", "a", "b", "b", "a", "b", "a", "a", "b", "b"]
+    assert [job.slots for job in reproduce.pooled_jobs(combos, given, 1)] == [1] * 10
