@@ -51,6 +51,7 @@ from attnlib._checks import (
     check_positive,
     check_qkv,
     check_real,
+    check_sequence,
     shape_str,
 )
 from attnlib.blocks.attention import LOW_PRECISION
@@ -218,11 +219,8 @@ class StableSelfAttention(nn.Module):
         return y
 
     def forward(self, x: Tensor) -> Tensor:
-        check_input("x", x, self.q_proj.weight, ndim=3, expected="(B, L, D)")
+        check_sequence("x", x, self.q_proj.in_features, like=self.q_proj.weight)
         B, L, D = x.shape
-        if D != self.q_proj.in_features:
-            raise ValueError(f"x must have D = {self.q_proj.in_features} features, got shape "
-                             f"{shape_str(x.shape)}")
         q = self._heads(x, self.q_proj, self.q_norm)
         k = self._heads(x, self.k_proj, self.k_norm)
         v = self.v_proj(x).view(B, L, self.num_heads, self.head_dim).transpose(1, 2)
@@ -368,11 +366,8 @@ class DifferentialAttention(nn.Module):
                 - torch.exp(self.lambda_q2 @ self.lambda_k2) + self.lambda_init)
 
     def forward(self, x: Tensor) -> Tensor:
-        check_input("x", x, self.q_proj.weight, ndim=3, expected="(B, L, D)")
+        check_sequence("x", x, self.q_proj.in_features, like=self.q_proj.weight)
         B, L, D = x.shape
-        if D != self.q_proj.in_features:
-            raise ValueError(f"x must have D = {self.q_proj.in_features} features, got shape "
-                             f"{shape_str(x.shape)}")
         H, d = self.num_heads, self.d
         if L == 0:  # no position: nothing to attend from or to
             empty: Tensor = self.out_proj(x.new_zeros(B, 0, D))
