@@ -5,5 +5,6 @@
 * :mod:`attnlib.experiments.memory_wall`, :mod:`attnlib.experiments.cache_memory`,
   :mod:`attnlib.experiments.long_context` and :mod:`attnlib.experiments.lm_tasks`: chapter 9;
 * :mod:`attnlib.experiments.latent_cache`, :mod:`attnlib.experiments.sinks` and
-  :mod:`attnlib.experiments.recall`: chapter 10.
+  :mod:`attnlib.experiments.recall`: chapter 10;
+* :mod:`attnlib.experiments.sparse_retrieval`: chapter 11.
 """

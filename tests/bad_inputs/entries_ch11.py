@@ -1,7 +1,9 @@
 """Entries of the catalogue: the blocks of chapter 11 (block masks and score modifications,
-stable attention, sparse attention)."""
+stable attention, sparse attention) and its experiments."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 
@@ -19,10 +21,12 @@ from .harness import (
     Obj,
     Positive,
     Real,
+    Seq,
     X,
     api,
     entry,
     exempt,
+    seeded,
 )
 
 # --- block masks and score modifications ---------------------------------------------------------
@@ -188,3 +192,90 @@ def _() -> Call:
     return Call(api("moba_attention"), {
         "query": X("B H L E"), "key": X("B H L E", scale=0.5), "value": X("B H L F"),
         "block_size": Count(2), "top_k": Count(1)})
+
+
+# --- chapter 11's experiments: sparse retrieval ----------------------------------------------
+
+exempt("the scores retrieval_accuracy returns", "RetrievalScore")
+
+
+@entry("retrieval_task")
+def _() -> Call:
+    return Call(api("retrieval_task"), {"n": Count(2), "length": Count(12), "queries": Count(2),
+                                        "num_keys": Count(6), "num_values": Count(3),
+                                        "seed": Count(0, 0)})
+
+
+def _retrieval_model() -> Any:
+    return seeded(lambda: api("RetrievalModel")("topk", 3, 8, 6, 3, 1, 2, 2)).eval()
+
+
+def _retrieval_line() -> tuple[torch.Tensor, torch.Tensor]:
+    keys, values, _ = api("retrieval_task")(2, 12, 2, 6, 3)
+    return keys, values
+
+
+@entry("RetrievalModel")
+def _() -> Call:
+    keys, values = _retrieval_line()
+
+    def fn(mode, keys_per_query, dim, num_keys, num_values, block_size,  # type: ignore[no-untyped-def]
+           index_heads, index_dim, keys, values, queries):
+        torch.manual_seed(0)
+        return api("RetrievalModel")(mode, keys_per_query, dim, num_keys, num_values,
+                                     block_size, index_heads, index_dim)(keys, values, queries)
+
+    return Call(fn, {"mode": Choice("moba"), "keys_per_query": Count(4), "dim": Count(8),
+                     "num_keys": Count(6), "num_values": Count(3), "block_size": Count(2),
+                     "index_heads": Count(2), "index_dim": Count(2),
+                     "keys": Ids(keys, "B L", 6), "values": Ids(values, "B L", 4),
+                     "queries": Count(2)}, module=True)
+
+
+@entry("RetrievalConfig")
+def _() -> Call:
+    return Call(api("RetrievalConfig"), {"mode": Choice("topk"), "keys_per_query": Count(4),
+                                         "dim": Count(8), "block_size": Count(2)})
+
+
+@entry("train_retrieval")
+def _() -> Call:
+    return Call(api("train_retrieval"), {
+        "model": Obj(_retrieval_model, fresh=True), "warmup": Count(1, 0), "steps": Count(1, 0),
+        "length": Count(12), "queries": Count(2), "batch": Count(2), "lr": Positive(0.01),
+        "seed": Count(0, 0)}, module=True)
+
+
+@entry("retrieval_runs")
+def _() -> Call:
+    return Call(api("retrieval_runs"), {"seeds": Seq([0, 1], item="int", minimum=0),
+                                        "keys_per_query": Count(4)})
+
+
+@entry("retrieval_accuracy")
+def _() -> Call:
+    return Call(api("retrieval_accuracy"), {
+        "model": Obj(_retrieval_model()), "length": Count(12), "queries": Count(2),
+        "n": Count(2), "seed": Count(0, 0)}, module=True)
+
+
+@entry("attention_macs")
+def _() -> Call:
+    return Call(api("attention_macs"), {
+        "length": Count(64), "mode": Choice("topk"), "keys_per_query": Count(8),
+        "dim": Count(4), "heads": Count(2), "index_heads": Count(2), "index_dim": Count(2),
+        "block_size": Count(4)})
+
+
+@entry("macs_crossover")
+def _() -> Call:
+    return Call(api("macs_crossover"), {"mode": Choice("topk"), "longest": Count(4096),
+                                        "keys_per_query": Count(8), "dim": Count(4)})
+
+
+@entry("attention_seconds")
+def _() -> Call:
+    return Call(api("attention_seconds"), {
+        "length": Count(16), "mode": Choice("topk"), "keys_per_query": Count(4),
+        "dim": Count(4), "heads": Count(2), "index_heads": Count(2), "index_dim": Count(2),
+        "decode": Flag(False), "repeats": Count(1), "seed": Count(0, 0)}, compare=False)
