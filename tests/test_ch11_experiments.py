@@ -109,3 +109,111 @@ def test_timing_runs_every_mode(decode: bool) -> None:
         assert sr.attention_seconds(32, mode, keys_per_query=4, decode=decode, repeats=1) > 0
     with pytest.raises(ValueError, match="mode"):
         sr.attention_seconds(32, "moba")
+
+
+# --- stability -----------------------------------------------------------------------------------
+
+from attnlib.experiments import stability as st  # noqa: E402
+
+
+def test_spikes_are_counted_once_per_run_of_high_steps() -> None:
+    assert st.count_spikes([3.0, 2.0, 1.0, 0.5, 0.4]) == 0
+    assert st.count_spikes([3.0, 0.5, 2.0, 2.5, 0.4, 1.6, 0.3]) == 2
+    assert st.count_spikes([3.0, 0.5, float("nan")]) == 1
+    assert st.count_spikes(torch.tensor([1.0, 0.1, 0.9]), jump=0.5) == 1
+
+
+def _stability_model(variant: str, steps: int = 3) -> st.StabilityLM:
+    torch.manual_seed(0)
+    return st.StabilityLM(variant, dim=8, heads=2, layers=2, steps=steps, cap=2.0, tau=1.0)
+
+
+def test_training_records_loss_and_largest_logit() -> None:
+    model = _stability_model("plain")
+    losses = st.train_stability(model, steps=3, batch=2, length=12, period=4)
+    assert model.loss_history.tolist() == losses and bool((model.logit_history > 0).all())
+    summary = st.stability_summary(model, last=2)
+    assert summary.final_loss == pytest.approx(sum(losses[-2:]) / 2)
+    assert summary.max_logit == float(model.logit_history.max())
+    with pytest.raises(ValueError, match="steps"):
+        st.train_stability(model, steps=4)
+
+
+def test_qk_norm_bounds_the_logits_by_the_gains() -> None:
+    # RMS-normalised queries and keys of E features: |q.k| / sqrt(E) <= sqrt(E) g_q g_k
+    model = _stability_model("qk-norm")
+    st.train_stability(model, steps=3, batch=2, length=12, period=4, lr=1.0)
+    for layer in model.attention_layers:
+        assert layer.q_norm is not None and layer.k_norm is not None
+        gains = layer.q_norm.detach().abs().max() * layer.k_norm.detach().abs().max()
+        bound = 2.0 * float(gains)  # E = 4
+        assert layer.last_max_logits is not None
+        assert float(layer.last_max_logits.max()) <= bound * (1 + 1e-5)
+
+
+def test_qk_clip_does_nothing_under_tau_and_lowers_the_logits_over_it() -> None:
+    def trained(variant: str, tau: float) -> st.StabilityLM:
+        torch.manual_seed(0)
+        model = st.StabilityLM(variant, dim=8, heads=2, steps=4, tau=tau)
+        st.train_stability(model, steps=4, batch=2, length=12, period=4, lr=1.0)
+        return model
+
+    plain, loose, tight = trained("plain", 1.0), trained("qk-clip", 1e9), trained("qk-clip", 1.0)
+    assert torch.equal(plain.loss_history, loose.loss_history)
+    assert float(tight.logit_history[1:].max()) < float(plain.logit_history[1:].max())
+
+
+def test_stability_runs_name_every_variant_at_every_seed() -> None:
+    runs = st.stability_runs(seeds=(0, 1), steps=5, lr=0.5)
+    assert [(r.name, r.init_seed) for r in runs] == [(v, s) for s in (0, 1)
+                                                      for v in st.VARIANTS]
+    assert runs[0].options == {"seed": 0, "lr": 0.5}
+    model = runs[0].build()
+    assert isinstance(model, st.StabilityLM) and model.loss_history.shape == (5,)
+    with pytest.raises(ValueError, match="variant"):
+        st.stability_runs(variants=("plain", "nope"))
+
+
+# --- differential attention among distractors ------------------------------------------------
+
+from attnlib.experiments import distractors as ds  # noqa: E402
+
+
+def test_distractor_lines_hold_one_answer_and_half_matches() -> None:
+    halves, values, answer = ds.distractor_task(4, 20, distractors=3, parts=5, seed=2)
+    query = halves[:, -1:]
+    full = (halves[:, :-1] == query).all(-1)
+    half = (halves[:, :-1] == query).sum(-1) == 1
+    assert (full.sum(1) == 1).all() and (full.float().argmax(1) == answer).all()
+    assert (half.sum(1) == 6).all() and (values[:, -1] == 16).all()
+    with pytest.raises(ValueError, match="distractors"):
+        ds.distractor_task(1, 7, distractors=3)
+
+
+@pytest.mark.parametrize("kind", ds.KINDS)
+def test_shares_are_of_the_weights_the_output_reads(kind: str) -> None:
+    torch.manual_seed(0)
+    model = ds.DistractorModel(kind, dim=8, parts=5, num_values=4)
+    halves, values, _ = ds.distractor_task(3, 12, 2, parts=5, num_values=4)
+    logits = model(halves, values)
+    w = model.last_weights  # (B, L)
+    x = (model.first_half(halves[..., 0]) + model.second_half(halves[..., 1])
+         + model.value_embed(values))
+    torch.testing.assert_close(logits, model.head((w.unsqueeze(1) @ model.v_proj(x))[:, 0]))
+    if kind == "softmax":
+        torch.testing.assert_close(w.sum(-1), torch.ones(3))
+    else:  # each map sums to 1: the difference to 1 - lambda
+        torch.testing.assert_close(w.sum(-1), (1 - model.lam.detach()).expand(3))
+    on_answer, on_distractors, accuracy = ds.answer_share(model, 12, 2, n=4)
+    assert 0 <= on_answer <= 1 and 0 <= on_distractors <= 1 - on_answer + 1e-12
+    assert 0 <= accuracy <= 1
+
+
+def test_distractor_runs_and_training() -> None:
+    runs = ds.distractor_runs(seeds=(1,), steps=2)
+    assert [r.name for r in runs] == list(ds.KINDS)
+    model = runs[1].build()
+    assert isinstance(model, ds.DistractorModel)
+    assert len(ds.train_distractors(model, steps=2, length=12, distractors=2, batch=2)) == 2
+    with pytest.raises(ValueError, match="even"):
+        ds.DistractorConfig("diff", dim=7)

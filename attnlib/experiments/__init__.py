@@ -6,5 +6,6 @@
   :mod:`attnlib.experiments.long_context` and :mod:`attnlib.experiments.lm_tasks`: chapter 9;
 * :mod:`attnlib.experiments.latent_cache`, :mod:`attnlib.experiments.sinks` and
   :mod:`attnlib.experiments.recall`: chapter 10;
-* :mod:`attnlib.experiments.sparse_retrieval`: chapter 11.
+* :mod:`attnlib.experiments.sparse_retrieval`, :mod:`attnlib.experiments.stability` and
+  :mod:`attnlib.experiments.distractors`: chapter 11.
 """

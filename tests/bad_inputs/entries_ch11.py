@@ -279,3 +279,119 @@ def _() -> Call:
         "length": Count(16), "mode": Choice("topk"), "keys_per_query": Count(4),
         "dim": Count(4), "heads": Count(2), "index_heads": Count(2), "index_dim": Count(2),
         "decode": Flag(False), "repeats": Count(1), "seed": Count(0, 0)}, compare=False)
+
+
+# --- chapter 11's experiments: stability ---------------------------------------------------------
+
+exempt("the summary stability_summary returns", "StabilitySummary")
+
+
+def _stability_model() -> Any:
+    return seeded(lambda: api("StabilityLM")("qk-clip", 26, 8, 2, 2, 2, 5.0, 1.0))
+
+
+@entry("StabilityLM")
+def _() -> Call:
+    tokens = api("echo_text")(2, 8, 3)
+
+    def fn(variant, vocab_size, dim, heads, layers, steps, cap, tau,  # type: ignore[no-untyped-def]
+           tokens):
+        torch.manual_seed(0)
+        return api("StabilityLM")(variant, vocab_size, dim, heads, layers, steps, cap,
+                                  tau)(tokens)
+
+    return Call(fn, {"variant": Choice("softcap"), "vocab_size": Count(26), "dim": Count(8),
+                     "heads": Count(2), "layers": Count(2), "steps": Count(2),
+                     "cap": Positive(5.0), "tau": Positive(5.0),
+                     "tokens": Ids(tokens, "B L", 26)}, module=True)
+
+
+@entry("StabilityConfig")
+def _() -> Call:
+    return Call(api("StabilityConfig"), {"variant": Choice("qk-norm"), "steps": Count(3),
+                                         "dim": Count(8), "heads": Count(2), "layers": Count(2)})
+
+
+@entry("train_stability")
+def _() -> Call:
+    return Call(api("train_stability"), {
+        "model": Obj(_stability_model, fresh=True), "steps": Count(2), "lr": Positive(0.1),
+        "batch": Count(2), "length": Count(8), "period": Count(3), "seed": Count(0, 0)},
+        module=True)
+
+
+@entry("count_spikes")
+def _() -> Call:
+    # item "any": NaN is a valid loss (a diverged step, counted as a spike)
+    return Call(api("count_spikes"), {"losses": Seq([3.0, 0.5, 2.0, 0.4], item="any"),
+                                      "jump": Positive(1.0)})
+
+
+@entry("stability_summary")
+def _() -> Call:
+    def model() -> Any:
+        m = _stability_model()
+        api("train_stability")(m, steps=2, batch=2, length=8, period=3)
+        return m
+
+    return Call(api("stability_summary"), {"model": Obj(model()), "last": Count(1, maximum=2),
+                                           "jump": Positive(1.0)}, module=True)
+
+
+@entry("stability_runs")
+def _() -> Call:
+    return Call(api("stability_runs"), {"seeds": Seq([0, 1], item="int", minimum=0),
+                                        "variants": Seq(["plain", "qk-norm"]),
+                                        "steps": Count(3)})
+
+
+# --- chapter 11's experiments: differential attention among distractors ---------------------
+
+
+@entry("distractor_task")
+def _() -> Call:
+    return Call(api("distractor_task"), {"n": Count(2), "length": Count(8),
+                                         "distractors": Count(2, 0), "parts": Count(3, 2),
+                                         "num_values": Count(4), "seed": Count(0, 0)})
+
+
+def _distractor_model() -> Any:
+    return seeded(lambda: api("DistractorModel")("diff", 8, 3, 4)).eval()
+
+
+@entry("DistractorModel")
+def _() -> Call:
+    halves, values, _ = api("distractor_task")(2, 8, 2, 3, 4)
+
+    def fn(kind, dim, parts, num_values, halves, values):  # type: ignore[no-untyped-def]
+        torch.manual_seed(0)
+        return api("DistractorModel")(kind, dim, parts, num_values)(halves, values)
+
+    return Call(fn, {"kind": Choice("diff"), "dim": Count(8), "parts": Count(3, 2),
+                     "num_values": Count(4), "halves": Ids(halves, "B L 2", 3),
+                     "values": Ids(values, "B L", 5)}, module=True)
+
+
+@entry("DistractorConfig")
+def _() -> Call:
+    return Call(api("DistractorConfig"), {"kind": Choice("diff"), "dim": Count(8)})
+
+
+@entry("train_distractors")
+def _() -> Call:
+    return Call(api("train_distractors"), {
+        "model": Obj(_distractor_model, fresh=True), "steps": Count(2), "length": Count(8),
+        "distractors": Count(2, 0), "batch": Count(2), "lr": Positive(0.01),
+        "seed": Count(0, 0)}, module=True)
+
+
+@entry("answer_share")
+def _() -> Call:
+    return Call(api("answer_share"), {"model": Obj(_distractor_model()), "length": Count(8),
+                                      "distractors": Count(2, 0), "n": Count(2),
+                                      "seed": Count(0, 0)}, module=True)
+
+
+@entry("distractor_runs")
+def _() -> Call:
+    return Call(api("distractor_runs"), {"seeds": Seq([0, 1], item="int", minimum=0)})
