@@ -133,7 +133,8 @@ REFUSALS = {
     "no MKL": "repro._mkl_code_path = lambda: None",
     "no AVX2": "repro._cpu = lambda cpuinfo: ('AuthenticAMD', False)",
 }
-PINNED_CHAPTERS = ("04_seq2seq_attention", "07_transformer", "10_modern_attention")
+PINNED_CHAPTERS = ("04_seq2seq_attention", "07_transformer", "10_modern_attention",
+                   "11_sparse_and_stable_attention")
 
 
 def _first_cell(chapter: str) -> str:
@@ -146,7 +147,7 @@ def _first_cell(chapter: str) -> str:
 
 @pytest.mark.parametrize("refusal", list(REFUSALS))
 def test_the_chapters_first_cells_run_where_a_path_cannot_be_pinned(refusal: str) -> None:
-    """Chapters 4, 7 and 10 pin the paths in their first cell: under each refusal it runs to
+    """Chapters 4, 7, 10 and 11 pin the paths in their first cell: under each refusal it runs to
     the end and prints the note once (each chapter runs in a kernel of its own; here one after
     another in one process)."""
     code = "import attnlib.book.repro as repro\n" + REFUSALS[refusal] + "\n"

@@ -71,8 +71,9 @@ def test_there_is_a_diagram_for_each_point_of_the_issue() -> None:
     """Issue 14 asks for 8 subjects (the cache and the tiling are two figures): 9 SVGs; issue 26
     adds chapter 9's four (shared key/value heads, a window's reach, speculative sampling's
     round, linear attention's state): 13; chapter 10 adds multi-head latent attention's data
-    flow: 14; issue 36 adds chapter 10's delta-rule step and hybrid stacks: 16."""
-    assert len(SOURCES) == 16, [p.name for p in SOURCES]
+    flow: 14; issue 36 adds chapter 10's delta-rule step and hybrid stacks: 16; issue 37 adds
+    chapter 11's block mask, DSA's indexer and NSA's branches: 19."""
+    assert len(SOURCES) == 19, [p.name for p in SOURCES]
     svgs = sorted(p.name for p in (ROOT / "diagrams").glob("*.svg"))
     expected = sorted(f"{_module(p).NAME}.svg" for p in SOURCES)
     assert svgs == expected, f"SVGs without a source, or sources without an SVG: {svgs} vs {expected}"
