@@ -7,6 +7,8 @@ import torch
 
 from attnlib.experiments import sparse_retrieval as sr
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: one thread is faster
+
 # --- sparse retrieval ----------------------------------------------------------------------------
 
 
