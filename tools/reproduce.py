@@ -51,7 +51,7 @@ MEASURED_SECONDS = {
     "04_seq2seq_attention": 230, "07_transformer": 120,
     "09_attention_in_language_models": 170, "10_modern_attention": 100,
     "08_efficient_attention": 43, "03_scaled_dot_product": 32,
-    "11_sparse_and_stable_attention": 90,
+    "11_sparse_and_stable_attention": 100,
 }
 WORKER_CHAPTERS = {"04_seq2seq_attention", "07_transformer", "09_attention_in_language_models",
                    "10_modern_attention", "11_sparse_and_stable_attention"}
