@@ -1,0 +1,46 @@
+/* Figures a reader moves (attnlib.book.interactive): no library, no network.
+ * Each .attn-fig holds an SVG of its default state, hidden sliders, and a JSON table with one
+ * row per state (every combination of slider positions, first slider slowest) of the values
+ * that change: keys[i] = [element, attribute or "#text"]. Moving a slider copies its state's row
+ * into the SVG and the readouts. Served once from _static, on pages that have such a figure. */
+(function () {
+  "use strict";
+  function setup(root) {
+    var data = JSON.parse(root.querySelector("script.attn-data").textContent);
+    var controls = Array.prototype.slice.call(root.querySelectorAll(".attn-c"));
+    var inputs = controls.map(function (c) { return c.querySelector("input"); });
+    var outputs = controls.map(function (c) { return c.querySelector("output"); });
+    var values = controls.map(function (c) {
+      return Array.prototype.map.call(c.querySelectorAll(".attn-vl"),
+                                      function (s) { return s.textContent; });
+    });
+    var elements = {};
+    root.querySelectorAll("[data-e]").forEach(function (el) {
+      elements[el.getAttribute("data-e")] = el;
+    });
+    function update() {
+      var index = 0;
+      inputs.forEach(function (input, c) {
+        var shown = values[c][Number(input.value)];
+        index = index * values[c].length + Number(input.value);
+        outputs[c].textContent = shown;
+        input.setAttribute("aria-valuetext", shown);
+      });
+      var row = data.states[index];
+      data.keys.forEach(function (key, i) {
+        var el = elements[key[0]];
+        if (key[1] === "#text") { el.textContent = row[i]; } else { el.setAttribute(key[1], row[i]); }
+      });
+      root.setAttribute("data-state", String(index));
+    }
+    inputs.forEach(function (input) { input.addEventListener("input", update); });
+    root.querySelector(".attn-controls").hidden = false;
+    update();
+  }
+  function init() { document.querySelectorAll(".attn-fig").forEach(setup); }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+})();

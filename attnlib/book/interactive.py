@@ -1,0 +1,359 @@
+"""Figures a reader moves in the rendered book, with no server and no plotting library.
+
+A chapter computes the data of every position of the figure's controls (sliders) and draws each
+state with a :class:`Canvas`: lines, points, bars and text in data coordinates, on panels with
+fixed axes, plus readouts (a label and a value printed under the figure). :class:`Interactive`
+calls the drawing function once per state and compares the drawings: what is the same in every
+state is written once, as an SVG of the default state, and what differs (a path, a bar, a
+readout's text) is written as a table with one row per state. In the notebook the output is
+that SVG (what a reader without JavaScript, or a plain notebook viewer, sees) with the table in
+a ``<script type="application/json">``; in the book, ``_ext/static/attn-interactive.js`` (a few
+kilobytes, served once) shows the controls and copies a state's row into the SVG when a slider
+moves. nbval compares the whole output, so every state's data is checked, not only the default.
+
+The chapter shows the figure with :meth:`Interactive.glue` and places it with a
+``{glue:figure}`` directive in the next markdown cell, whose caption is prose like any other.
+Text that a reader reads as words (titles, axis labels, legend entries, control names, readout
+labels) is marked ``data-msg``; the same markdown cell lists those words in a ``{container}`` of
+class ``attn-words``, so they are messages of the chapter's catalogue, and the book's
+``_ext/interactive.py`` writes each word in the page's language into the figure. Numbers are
+never messages.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from attnlib._checks import check_int
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
+"""Series colours (matplotlib's tab10), legible on the theme's light and dark backgrounds."""
+
+_Element = tuple[str, dict[str, str], str, bool]  # (tag, attributes, text, is a message)
+
+
+def _num(value: float) -> str:
+    """A pixel coordinate, to 0.1 px: the same on every machine and small."""
+    text = f"{value:.1f}"
+    text = text[:-2] if text.endswith(".0") else text
+    return "0" if text == "-0" else text
+
+
+@dataclass(frozen=True)
+class Control:
+    """A slider: its name, the value shown at each position, and where it starts.
+
+    ``translate_values`` makes the shown values messages too (words such as "with scale");
+    numbers and model names are not.
+    """
+
+    label: str
+    values: Sequence[str]
+    default: int = 0
+    translate_values: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.values) < 2:
+            raise ValueError(f"Control {self.label!r}: values needs at least 2 positions, "
+                             f"got {len(self.values)}")
+        check_int("default", self.default, minimum=0, maximum=len(self.values) - 1)
+
+
+@dataclass
+class Panel:
+    """One set of axes on a :class:`Canvas`: data coordinates mapped to a box of pixels."""
+
+    canvas: Canvas
+    box: tuple[float, float, float, float]  # left, top, width, height in pixels
+    xlim: tuple[float, float]
+    ylim: tuple[float, float]
+    xlog: bool = False
+    clip: str = ""
+
+    def x(self, value: float) -> float:
+        lo, hi = self.xlim
+        if self.xlog:
+            value, lo, hi = math.log10(value), math.log10(lo), math.log10(hi)
+        return self.box[0] + (value - lo) / (hi - lo) * self.box[2]
+
+    def y(self, value: float) -> float:
+        lo, hi = self.ylim
+        return self.box[1] + self.box[3] - (value - lo) / (hi - lo) * self.box[3]
+
+    def _path(self, xs: Sequence[float], ys: Sequence[float]) -> str:
+        points = [(self.x(float(a)), self.y(float(b))) for a, b in zip(xs, ys, strict=True)
+                  if math.isfinite(float(b))]
+        return "M" + "L".join(f"{_num(a)},{_num(b)}" for a, b in points) if points else "M0,0"
+
+    def line(self, xs: Sequence[float], ys: Sequence[float], colour: str = PALETTE[0], *,
+             width: float = 2.0, dash: str | None = None) -> None:
+        """A polyline through (xs, ys), clipped to the panel."""
+        attrs = {"d": self._path(xs, ys), "fill": "none", "stroke": colour,
+                 "stroke-width": _num(width), "clip-path": f"url(#{self.clip})"}
+        if dash:
+            attrs["stroke-dasharray"] = dash
+        self.canvas.add("path", attrs)
+
+    def points(self, xs: Sequence[float], ys: Sequence[float], colour: str = "currentColor", *,
+               radius: float = 2.0, opacity: float = 0.5) -> None:
+        """Dots at (xs, ys), drawn as one path of tiny circles."""
+        r = _num(radius)
+        d = "".join(f"M{_num(self.x(float(a)) - radius)},{_num(self.y(float(b)))}"
+                    f"a{r},{r} 0 1,0 {_num(2 * radius)},0a{r},{r} 0 1,0 -{_num(2 * radius)},0"
+                    for a, b in zip(xs, ys, strict=True))
+        self.canvas.add("path", {"d": d, "fill": colour, "fill-opacity": f"{opacity:g}",
+                                 "clip-path": f"url(#{self.clip})"})
+
+    def bars(self, xs: Sequence[float], heights: Sequence[float], colour: str = PALETTE[0], *,
+             width: float = 6.0, base: float = 0.0) -> None:
+        """Vertical bars of ``width`` pixels centred at xs, from ``base`` to each height."""
+        y0 = self.y(base)
+        d = "".join(f"M{_num(self.x(float(a)) - width / 2)},{_num(y0)}"
+                    f"V{_num(self.y(float(h)))}h{_num(width)}V{_num(y0)}z"
+                    for a, h in zip(xs, heights, strict=True))
+        self.canvas.add("path", {"d": d, "fill": colour, "clip-path": f"url(#{self.clip})"})
+
+    def vline(self, x: float, colour: str = "currentColor", *, dash: str | None = "4 3",
+              width: float = 1.0) -> None:
+        """A vertical line across the panel at data x."""
+        px = _num(self.x(x))
+        attrs = {"d": f"M{px},{_num(self.box[1])}V{_num(self.box[1] + self.box[3])}",
+                 "stroke": colour, "stroke-width": _num(width), "fill": "none"}
+        if dash:
+            attrs["stroke-dasharray"] = dash
+        self.canvas.add("path", attrs)
+
+    def text(self, x: float, y: float, text: str, *, message: bool = False,
+             anchor: str = "middle", colour: str = "currentColor", size: int = 11) -> None:
+        """Text at data (x, y); ``message`` marks words to translate (never numbers)."""
+        self.canvas.text(self.x(x), self.y(y), text, message=message, anchor=anchor,
+                         colour=colour, size=size)
+
+    def axes(self, *, title: str = "", xlabel: str = "", ylabel: str = "",
+             xticks: Sequence[float] = (), yticks: Sequence[float] = (),
+             xtick_labels: Sequence[str] | None = None,
+             ytick_labels: Sequence[str] | None = None, frame: bool = True) -> None:
+        """The frame (left and bottom axes), ticks and labels (title and axis labels are
+        messages)."""
+        left, top, w, h = self.box
+        c = self.canvas
+        if frame:
+            c.add("path", {"d": f"M{_num(left)},{_num(top)}V{_num(top + h)}H{_num(left + w)}",
+                           "stroke": "currentColor", "fill": "none", "stroke-width": "1"})
+        for i, t in enumerate(xticks):
+            px = self.x(t)
+            c.add("path", {"d": f"M{_num(px)},{_num(top + h)}v4", "stroke": "currentColor"})
+            label = xtick_labels[i] if xtick_labels is not None else f"{t:g}"
+            c.text(px, top + h + 15, label, size=10)
+        for i, t in enumerate(yticks):
+            py = self.y(t)
+            c.add("path", {"d": f"M{_num(left)},{_num(py)}h-4", "stroke": "currentColor"})
+            label = ytick_labels[i] if ytick_labels is not None else f"{t:g}"
+            c.text(left - 7, py + 3.5, label, anchor="end", size=10)
+        if title:
+            c.text(left + w / 2, top - 8, title, message=True, size=12)
+        if xlabel:
+            c.text(left + w / 2, top + h + 32, xlabel, message=True)
+        if ylabel:
+            c.text(left - 38, top + h / 2, ylabel, message=True, rotate=True)
+
+
+@dataclass
+class Canvas:
+    """One state's drawing: SVG elements in order, and the readouts under the figure."""
+
+    width: int
+    height: int
+    elements: list[_Element] = field(default_factory=list)
+    readouts: list[tuple[str, str]] = field(default_factory=list)
+    panels: int = 0
+
+    def add(self, tag: str, attrs: dict[str, str], text: str = "", message: bool = False) -> None:
+        self.elements.append((tag, attrs, text, message))
+
+    def text(self, x: float, y: float, text: str, *, message: bool = False,
+             anchor: str = "middle", colour: str = "currentColor", size: int = 11,
+             rotate: bool = False) -> None:
+        attrs = {"x": _num(x), "y": _num(y), "text-anchor": anchor, "fill": colour,
+                 "font-size": str(size)}
+        if rotate:
+            attrs["transform"] = f"rotate(-90 {_num(x)} {_num(y)})"
+        self.add("text", attrs, text, message)
+
+    def panel(self, box: tuple[float, float, float, float], xlim: tuple[float, float],
+              ylim: tuple[float, float], *, xlog: bool = False) -> Panel:
+        """A panel in the pixel box (left, top, width, height) with these data limits."""
+        self.panels += 1
+        clip = f"clip{self.panels}"
+        left, top, w, h = box
+        self.add("clipPath", {"id": clip})
+        self.add("rect", {"x": _num(left), "y": _num(top - 2), "width": _num(w + 2),
+                          "height": _num(h + 4)})
+        self.add("/clipPath", {})
+        return Panel(self, box, xlim, ylim, xlog, clip)
+
+    def legend(self, x: float, y: float, entries: Sequence[tuple[str, str, str | None]]) -> None:
+        """Entries (colour, label, dash) stacked from pixel (x, y); labels are messages."""
+        for i, (colour, label, dash) in enumerate(entries):
+            yy = y + 15 * i
+            attrs = {"d": f"M{_num(x)},{_num(yy)}h18", "stroke": colour, "stroke-width": "2"}
+            if dash:
+                attrs["stroke-dasharray"] = dash
+            self.add("path", attrs)
+            self.text(x + 23, yy + 4, label, message=True, anchor="start", size=10)
+
+    def readout(self, label: str, value: str) -> None:
+        """A line under the figure: ``label: value`` (the label is a message)."""
+        self.readouts.append((label, value))
+
+
+def _tag(tag: str, attrs: dict[str, str], extra: str = "") -> str:
+    inner = "".join(f' {k}="{html.escape(v)}"' for k, v in attrs.items())
+    return f"<{tag}{inner}{extra}>"
+
+
+class Interactive:
+    """A figure computed for every combination of its controls' positions.
+
+    ``draw(canvas, position)`` draws one state: ``position`` holds one index per control. The
+    structure (which elements, in which order) must be the same in every state; only attribute
+    values and texts may change. Displayed by Jupyter as HTML (the SVG of the default state, the
+    controls, the readouts and the table of states) and as text (every state's readouts).
+    """
+
+    def __init__(self, name: str, title: str, controls: Sequence[Control],
+                 draw: Callable[[Canvas, tuple[int, ...]], None], *,
+                 width: int = 680, height: int = 300) -> None:
+        if not name or not all(ch.isalnum() or ch == "-" for ch in name):
+            raise ValueError(f"Interactive: name must be letters, digits and '-', got {name!r}")
+        if not controls:
+            raise ValueError("Interactive: at least one control is needed")
+        self.name, self.title, self.controls = name, title, list(controls)
+        self.width, self.height = width, height
+        self.positions = list(itertools.product(*(range(len(c.values)) for c in controls)))
+        self.default = tuple(c.default for c in controls)
+        self.canvases = []
+        for position in self.positions:
+            canvas = Canvas(width, height)
+            draw(canvas, position)
+            self.canvases.append(canvas)
+        self._diff()
+
+    def _diff(self) -> None:
+        """Which (element, attribute) pairs change between states; one row of values a state."""
+        first = self.canvases[0]
+        for position, canvas in zip(self.positions, self.canvases, strict=True):
+            shape = [(tag, list(attrs), message) for tag, attrs, _, message in canvas.elements]
+            if shape != [(tag, list(attrs), message) for tag, attrs, _, message in first.elements]:
+                raise ValueError(f"Interactive {self.name!r}: the drawing at {position} has other "
+                                 "elements than at the first position; only values may change")
+            if [label for label, _ in canvas.readouts] != [label for label, _ in first.readouts]:
+                raise ValueError(f"Interactive {self.name!r}: readout labels differ at {position}")
+        keys: list[tuple[int, str]] = []
+        for i, (_, attrs, text, message) in enumerate(first.elements):
+            for attr in attrs:
+                if any(c.elements[i][1][attr] != attrs[attr] for c in self.canvases):
+                    keys.append((i, attr))
+            if any(c.elements[i][2] != text for c in self.canvases):
+                if message:
+                    raise ValueError(f"Interactive {self.name!r}: a message changes between "
+                                     f"states ({text!r}); make the changing part a separate text")
+                keys.append((i, "#text"))
+        for j, _ in enumerate(first.readouts):
+            if any(c.readouts[j][1] != first.readouts[j][1] for c in self.canvases):
+                keys.append((-1 - j, "#text"))
+        self.keys = keys
+        self.states = [[(c.elements[i][1][attr] if attr != "#text" else c.elements[i][2])
+                        if i >= 0 else c.readouts[-1 - i][1] for i, attr in keys]
+                       for c in self.canvases]
+
+    def state(self, position: Sequence[int]) -> Canvas:
+        """The drawing at one position of the controls."""
+        return self.canvases[self.positions.index(tuple(position))]
+
+    def _svg(self, canvas: Canvas, dynamic: set[int]) -> str:
+        parts = [_tag("svg", {"xmlns": "http://www.w3.org/2000/svg",
+                              "viewBox": f"0 0 {self.width} {self.height}",
+                              "width": str(self.width), "height": str(self.height),
+                              "role": "img", "class": "attn-svg"})]
+        parts.append("<title data-msg>" + html.escape(self.title) + "</title>")
+        for i, (tag, attrs, text, message) in enumerate(canvas.elements):
+            if tag.startswith("/"):
+                parts.append(f"<{tag}>")
+                continue
+            extra = (f' data-e="{i}"' if i in dynamic else "") + (" data-msg" if message else "")
+            if tag == "clipPath":
+                parts.append(_tag(tag, attrs, extra))
+            elif tag == "text":
+                parts.append(_tag(tag, attrs, extra) + html.escape(text) + "</text>")
+            else:
+                parts.append(_tag(tag, attrs, extra)[:-1] + "/>")
+        parts.append("</svg>")
+        return "".join(parts)
+
+    def _repr_html_(self) -> str:
+        n = self.positions.index(self.default)
+        canvas = self.canvases[n]
+        dynamic = {i for i, _ in self.keys if i >= 0}
+        out = [f'<div class="attn-fig" data-attn-fig="{self.name}">',
+               '<div class="attn-controls" hidden>']
+        for c in self.controls:
+            value = html.escape(c.values[c.default])
+            msg = " data-msg" if c.translate_values else ""
+            out.append('<div class="attn-c"><label><span class="attn-cl" data-msg>'
+                       f'{html.escape(c.label)}</span> <input type="range" min="0" '
+                       f'max="{len(c.values) - 1}" step="1" value="{c.default}" '
+                       f'aria-valuetext="{value}"></label> <output>{value}</output>')
+            out.extend(f'<span class="attn-vl" hidden{msg}>{html.escape(v)}</span>'
+                       for v in c.values)
+            out.append("</div>")
+        out.append("</div>")
+        out.append(self._svg(canvas, dynamic))
+        out.append('<div class="attn-readouts">')
+        readout_keys = {i for i, _ in self.keys if i < 0}
+        for j, (label, value) in enumerate(canvas.readouts):
+            e = f' data-e="r{j}"' if -1 - j in readout_keys else ""
+            out.append(f'<div class="attn-r"><span data-msg>{html.escape(label)}</span>: '
+                       f'<span class="attn-rv"{e}>{html.escape(value)}</span></div>')
+        out.append("</div>")
+        table = {"keys": [[str(i) if i >= 0 else f"r{-1 - i}", attr] for i, attr in self.keys],
+                 "states": self.states}
+        data = json.dumps(table, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+        out.append(f'<script type="application/json" class="attn-data">{data}</script></div>')
+        return "\n".join(out)
+
+    def words(self) -> list[str]:
+        """The figure's words (``data-msg`` texts), each once, in the order of the HTML."""
+        seen: dict[str, None] = {}
+        for match in re.finditer(r"<(\w+)\b[^>]*\sdata-msg\b[^>]*>([^<]*)</\1>",
+                                 self._repr_html_()):
+            seen.setdefault(html.unescape(match.group(2)), None)
+        return list(seen)
+
+    def glue(self, name: str) -> None:
+        """Display the figure and store it under ``name`` for a ``{glue:figure}`` directive.
+
+        The output carries myst-nb's glue metadata (``scrapbook``), as ``myst_nb.glue`` writes
+        it, so the book places the figure, numbered, where the markdown pastes it.
+        """
+        from IPython.display import display
+
+        bundle = {"text/html": self._repr_html_(), "text/plain": repr(self)}
+        display(bundle, raw=True,  # type: ignore[no-untyped-call]
+                metadata={"scrapbook": {"name": name, "mime_prefix": ""}})
+
+    def __repr__(self) -> str:
+        names = " x ".join(f"{c.label} ({len(c.values)})" for c in self.controls)
+        lines = [f"{self.title}: {len(self.positions)} states of {names}"]
+        for position, canvas in zip(self.positions, self.canvases, strict=True):
+            setting = ", ".join(f"{c.label} = {c.values[i]}"
+                                for c, i in zip(self.controls, position, strict=True))
+            shown = "; ".join(f"{label}: {value}" for label, value in canvas.readouts)
+            lines.append(f"{setting} -> {shown}" if shown else setting)
+        return "\n".join(lines)

@@ -1,0 +1,269 @@
+"""The figures a reader moves (attnlib.book.interactive), used as a reader uses them.
+
+Every such figure is found in the chapters' stored outputs (what `make execute` wrote and nbval
+checked): its controls, the values they show and the table of every state. Then, in both
+editions, in headless Chromium with every request that would leave 127.0.0.1 aborted and
+counted, each page that shows one is opened and, for each figure: the sliders are visible (the
+script ran), named in the page's language (Chinese in the Chinese edition), and each slider is
+moved with the keyboard alone (Home, End, then back to where it started with the arrow keys).
+At every position the value shown beside the slider must be the cell's value for that position,
+every part of the figure that changes (paths, bars, labels, readouts) must hold exactly what the
+cell computed for that state, and the figure must differ from the previous position. A
+screenshot of the figure is saved at every position, under ``_build/screenshots/interactive/``.
+
+Chromium, its flags and the skip/fail rules come from test_rendered_book.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_rendered_book import (  # the lead's browser test: same Chromium, flags and waits
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    HOST,
+    PAGE_TIMEOUT_MS,
+    SCREENSHOTS,
+    SITE,
+    VIEWPORT_HEIGHT,
+    VIEWPORT_WIDTH,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = SCREENSHOTS / "interactive"
+_DATA = re.compile(r'<script type="application/json" class="attn-data">(.*?)</script>', re.S)
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+@dataclass
+class Figure:
+    """One figure as the chapter's cell stored it."""
+
+    chapter: str
+    name: str
+    labels: list[str]  # control names, English
+    values: list[list[str]]  # the value each control shows at each position
+    defaults: list[int]
+    table: dict[str, Any]  # {"keys": [[element, attribute]], "states": [[value, ...], ...]}
+
+    def index(self, positions: list[int]) -> int:
+        index = 0
+        for count, position in zip((len(v) for v in self.values), positions, strict=True):
+            index = index * count + position
+        return index
+
+
+def _figures() -> list[Figure]:
+    found = []
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        for cell in notebook["cells"]:
+            for output in cell.get("outputs", []):
+                markup = "".join(output.get("data", {}).get("text/html", []))
+                name = re.search(r'data-attn-fig="([A-Za-z0-9-]+)"', markup)
+                if not name:
+                    continue
+                data = _DATA.search(markup)
+                assert data is not None, f"{path.name}: figure {name.group(1)} has no data table"
+                controls = re.findall(r'<div class="attn-c">(.*?)</div>', markup, re.S)
+                found.append(Figure(
+                    path.stem, name.group(1),
+                    [html.unescape(re.search(r'class="attn-cl" data-msg>([^<]*)<', c).group(1))  # type: ignore[union-attr]
+                     for c in controls],
+                    [[html.unescape(v) for v in re.findall(r'class="attn-vl"[^>]*>([^<]*)<', c)]
+                     for c in controls],
+                    [int(re.search(r'value="(\d+)"', c).group(1)) for c in controls],  # type: ignore[union-attr]
+                    json.loads(data.group(1).replace("<\\/", "</"))))
+    return found
+
+
+FIGURES = _figures()
+EDITIONS = {"en": "", "zh": "zh/"}
+
+# The figure as the reader sees it: controls, their shown values, and every changing part.
+READ = """([name, keys]) => {
+  const root = document.querySelector(`.attn-fig[data-attn-fig="${name}"]`);
+  if (!root) return null;
+  const controls = root.querySelector('.attn-controls');
+  const out = {
+    visible: !controls.hidden && controls.getBoundingClientRect().height > 0,
+    labels: Array.from(root.querySelectorAll('.attn-cl')).map(e => e.textContent),
+    shown: Array.from(root.querySelectorAll('.attn-c output')).map(e => e.textContent),
+    valuetext: Array.from(root.querySelectorAll('.attn-c input')).map(e => e.getAttribute('aria-valuetext')),
+    positions: Array.from(root.querySelectorAll('.attn-c input')).map(e => Number(e.value)),
+    title: (root.querySelector('svg title') || {}).textContent || '',
+    readoutLabels: Array.from(root.querySelectorAll('.attn-r > span[data-msg]')).map(e => e.textContent),
+    data: root.querySelector('script.attn-data').textContent,
+  };
+  out.parts = keys.map(([element, attribute]) => {
+    const el = root.querySelector(`[data-e="${element}"]`);
+    if (!el) return null;
+    return attribute === '#text' ? el.textContent : el.getAttribute(attribute);
+  });
+  return out;
+}"""
+
+
+@dataclass
+class Seen:
+    problems: list[str] = field(default_factory=list)
+    positions: int = 0  # slider positions checked
+    shots: list[str] = field(default_factory=list)
+    requests: int = 0  # requests the page made (all to 127.0.0.1 unless counted in foreign)
+    foreign: list[str] = field(default_factory=list)  # requests that tried to leave the machine
+
+
+async def _check_figure(page: Any, figure: Figure, edition: str, seen: Seen) -> None:
+    keys = figure.table["keys"]
+    root = page.locator(f'.attn-fig[data-attn-fig="{figure.name}"]')
+    info = await page.evaluate(READ, [figure.name, keys])
+    if info is None:
+        seen.problems.append("not on the page")
+        return
+    if not info["visible"]:
+        seen.problems.append("the controls are hidden: the script did not run")
+    if json.loads(info["data"]) != figure.table:
+        seen.problems.append("the page's table of states differs from the notebook's")
+    if edition == "zh":
+        for text in info["labels"] + [info["title"]] + info["readoutLabels"]:
+            if not _CJK.search(text):
+                seen.problems.append(f"not in Chinese: {text!r}")
+    elif info["labels"] != figure.labels:
+        seen.problems.append(f"control names {info['labels']} != {figure.labels}")
+    positions = list(figure.defaults)
+    previous = info["parts"]
+    inputs = root.locator(".attn-c input")
+    for c, values in enumerate(figure.values):
+        slider = inputs.nth(c)
+        await slider.focus()
+        # Home, End, then back to the default with the arrow keys: the keyboard alone.
+        moves: list[tuple[str, int]] = [("Home", 0), ("End", len(values) - 1)]
+        moves += [("ArrowLeft", len(values) - 2 - i)
+                  for i in range(len(values) - 1 - figure.defaults[c])]
+        for key, position in moves:
+            await page.keyboard.press(key)
+            positions[c] = position
+            if key.startswith("Arrow") and position != figure.defaults[c]:
+                continue  # only the arrows' last step is checked
+            info = await page.evaluate(READ, [figure.name, keys])
+            where = f"{figure.labels[c]} at position {position} ({values[position]})"
+            if info["positions"] != positions:
+                seen.problems.append(f"{where}: sliders at {info['positions']}, expected {positions}")
+                continue
+            if info["shown"][c] != values[position] or info["valuetext"][c] != values[position]:
+                if not (edition == "zh" and info["shown"][c] == info["valuetext"][c]
+                        and _CJK.search(info["shown"][c])):
+                    seen.problems.append(f"{where}: shows {info['shown'][c]!r}")
+            state = figure.table["states"][figure.index(positions)]
+            wrong = [i for i, (got, want) in enumerate(zip(info["parts"], state, strict=True))
+                     if got != want]
+            if wrong:
+                seen.problems.append(f"{where}: {len(wrong)} of {len(state)} parts differ from "
+                                     f"the cell's state, first {keys[wrong[0]]}: "
+                                     f"{str(info['parts'][wrong[0]])[:60]!r}")
+            if info["parts"] == previous and position != figure.defaults[c]:
+                seen.problems.append(f"{where}: the figure did not change")
+            previous = info["parts"]
+            seen.positions += 1
+            OUT.mkdir(parents=True, exist_ok=True)
+            shot = OUT / f"{edition}-{figure.name}-c{c}-{position}.png"
+            await root.screenshot(path=str(shot))
+            seen.shots.append(str(shot.relative_to(ROOT)))
+
+
+async def _visit(context: Any, base_url: str, edition: str, chapter: str,
+                 seen: dict[tuple[str, str], Seen]) -> None:
+    page = await context.new_page()
+    requests: list[str] = []
+    foreign: list[str] = []
+
+    async def route(route: Any) -> None:  # the network is blocked: only 127.0.0.1 is served
+        from urllib.parse import urlsplit
+
+        if urlsplit(route.request.url).hostname == HOST or route.request.url.startswith("data:"):
+            await route.continue_()
+        else:
+            foreign.append(route.request.url)
+            await route.abort()
+
+    page.on("request", lambda request: requests.append(request.url))
+    await page.route("**/*", route)
+    figures = [f for f in FIGURES if f.chapter == chapter]
+    try:
+        await page.goto(f"{base_url}{EDITIONS[edition]}chapters/{chapter}.html", wait_until="load")
+        await page.add_style_tag(content=".bd-header, .bd-header-article { visibility: hidden !important; }")
+        for figure in figures:
+            await _check_figure(page, figure, edition, seen[edition, figure.name])
+    except Exception as error:  # a timeout or a crash fails this page's figures only
+        for figure in figures:
+            seen[edition, figure.name].problems.append(f"{type(error).__name__}: {error}")
+    finally:
+        await page.close()
+    for figure in figures:
+        seen[edition, figure.name].requests = len(requests)
+        seen[edition, figure.name].foreign = list(foreign)
+
+
+async def _visit_all(base_url: str) -> dict[tuple[str, str], Seen]:
+    from playwright.async_api import async_playwright
+
+    seen = {(edition, f.name): Seen() for edition in EDITIONS for f in FIGURES}
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                                   headless=True)
+        try:
+            context = await browser.new_context(
+                viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT})
+            context.set_default_timeout(PAGE_TIMEOUT_MS)
+            chapters = sorted({f.chapter for f in FIGURES})
+            await asyncio.gather(*(_visit(context, base_url, edition, chapter, seen)
+                                   for edition in EDITIONS for chapter in chapters))
+        finally:
+            await browser.close()
+    return seen
+
+
+@pytest.fixture(scope="module")
+def seen(base_url: str) -> dict[tuple[str, str], Seen]:
+    for old in OUT.glob("*.png"):
+        old.unlink()
+    return asyncio.run(_visit_all(base_url))
+
+
+def test_the_chapters_have_figures_to_move() -> None:
+    assert len(FIGURES) >= 3, [f.name for f in FIGURES]
+    assert len({f.name for f in FIGURES}) == len(FIGURES), "two figures share a name"
+
+
+def test_pages_without_a_figure_do_not_load_the_script() -> None:
+    with_figure = {f.chapter for f in FIGURES}
+    for edition, prefix in EDITIONS.items():
+        for page in sorted((SITE / prefix / "chapters").glob("*.html")):
+            loads = "attn-interactive.js" in page.read_text(encoding="utf-8")
+            assert loads == (page.stem in with_figure), f"{edition} {page.name}: script {loads}"
+
+
+@pytest.mark.parametrize(("edition", "name"),
+                         [(e, f.name) for e in EDITIONS for f in FIGURES],
+                         ids=[f"{e}-{f.name}" for e in EDITIONS for f in FIGURES])
+def test_figure_moves_as_the_cell_computed(edition: str, name: str,
+                                           seen: dict[tuple[str, str], Seen]) -> None:
+    result = seen[edition, name]
+    figure = next(f for f in FIGURES if f.name == name)
+    problems = list(result.problems)
+    problems += [f"request left the page: {url}" for url in result.foreign]
+    if result.positions < 2 * len(figure.values):
+        problems.append(f"only {result.positions} positions checked")
+    if problems:
+        pytest.fail(f"{edition} {figure.chapter}: {name}\n  " + "\n  ".join(problems), pytrace=False)
+    print(f"{edition} {name}: {result.positions} positions of {len(figure.values)} control(s) "
+          f"checked against {len(figure.table['states'])} states; {result.requests} requests, "
+          f"{len(result.foreign)} left the page; screenshots {result.shots[0]} ... "
+          f"({len(result.shots)})")

@@ -1,0 +1,130 @@
+"""attnlib.book.interactive (figures a reader moves) and _ext/interactive.py (their words)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnlib.book import interactive
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("interactive_ext", ROOT / "_ext" / "interactive.py")
+assert _spec is not None and _spec.loader is not None
+ext = importlib.util.module_from_spec(_spec)
+sys.modules["interactive_ext"] = ext
+_spec.loader.exec_module(ext)
+
+
+def _figure(values: list[float]) -> interactive.Interactive:
+    def draw(c: interactive.Canvas, at: tuple[int, ...]) -> None:
+        panel = c.panel((40, 20, 200, 100), (0, 1), (0, 10))
+        panel.axes(title="a title", xlabel="x", ylabel="y", xticks=[0, 1], yticks=[0, 10])
+        panel.line([0, 1], [0, values[at[0]] + at[1]])
+        c.readout("end value", f"{values[at[0]] + at[1]:.1f}")
+
+    return interactive.Interactive(
+        "test-fig", "Test & title",
+        [interactive.Control("slope", [f"{v:g}" for v in values], default=1),
+         interactive.Control("shift", ["none", "one"], translate_values=True)], draw)
+
+
+def _data(markup: str) -> dict[str, list[list[str]]]:
+    match = re.search(r'<script type="application/json" class="attn-data">(.*?)</script>', markup)
+    assert match is not None
+    return json.loads(match.group(1).replace("<\\/", "</"))
+
+
+def test_every_state_is_in_the_table_row_major() -> None:
+    fig = _figure([1.0, 2.0, 3.0])
+    data = _data(fig._repr_html_())
+    assert len(data["states"]) == 6  # 3 slopes x 2 shifts, the first control slowest
+    readout = [k for k, (element, attr) in enumerate(data["keys"]) if element == "r0"]
+    assert [row[readout[0]] for row in data["states"]] == ["1.0", "2.0", "2.0", "3.0", "3.0", "4.0"]
+    # only the line and the readout change
+    assert sorted(attr for _, attr in data["keys"]) == ["#text", "d"]
+
+
+def test_static_svg_is_the_default_state() -> None:
+    fig = _figure([1.0, 2.0, 3.0])
+    markup = fig._repr_html_()
+    default = fig.state((1, 0))
+    assert default.readouts == [("end value", "2.0")]
+    assert '<span class="attn-rv" data-e="r0">2.0</span>' in markup
+    assert '<div class="attn-controls" hidden>' in markup  # no JavaScript, no dead slider
+    assert 'value="1"' in markup and 'aria-valuetext="2"' in markup
+    assert "slope = 3, shift = one -> end value: 4.0" in repr(fig)
+
+
+def test_words_are_messages_numbers_are_not() -> None:
+    markup = _figure([1.0, 2.0])._repr_html_()
+    words = ext.figure_messages(markup)
+    assert words == ["slope", "shift", "none", "one", "Test & title", "a title", "x", "y",
+                     "end value"]
+    translated, missing = ext.translate_markup(markup, {w: f"[{w}]" for w in words if w != "y"})
+    assert missing == ["y"]
+    assert "<title data-msg>[Test &amp; title]</title>" in translated
+    assert '<span class="attn-cl" data-msg>[slope]</span>' in translated
+    assert ">10</text>" in translated  # a tick label stays as it was
+
+
+def test_words_and_glue() -> None:
+    fig = _figure([1.0, 2.0])
+    assert fig.words() == ext.figure_messages(fig._repr_html_())
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shown: list[tuple[dict[str, str], dict[str, object]]] = []
+
+    class Publisher:
+        def publish(self, data: dict[str, str], metadata: dict[str, object] | None = None,
+                    **kwargs: object) -> None:
+            shown.append((data, metadata or {}))
+
+    shell = InteractiveShell.instance()
+    old = shell.display_pub
+    shell.display_pub = Publisher()  # type: ignore[assignment]
+    try:
+        fig.glue("test-glue")
+    finally:
+        shell.display_pub = old
+    (data, metadata), = shown
+    assert data["text/html"] == fig._repr_html_() and data["text/plain"] == repr(fig)
+    assert metadata == {"scrapbook": {"name": "test-glue", "mime_prefix": ""}}  # myst-nb's glue
+
+
+def test_structure_must_not_change_between_states() -> None:
+    def draw(c: interactive.Canvas, at: tuple[int, ...]) -> None:
+        panel = c.panel((0, 0, 10, 10), (0, 1), (0, 1))
+        if at[0]:
+            panel.vline(0.5)
+
+    with pytest.raises(ValueError, match="other elements"):
+        interactive.Interactive("bad", "t", [interactive.Control("c", ["a", "b"])], draw)
+
+
+def test_a_changing_message_is_refused() -> None:
+    def draw(c: interactive.Canvas, at: tuple[int, ...]) -> None:
+        c.text(0, 0, f"words {at[0]}", message=True)
+
+    with pytest.raises(ValueError, match="a message changes"):
+        interactive.Interactive("bad", "t", [interactive.Control("c", ["a", "b"])], draw)
+
+
+def test_bad_controls_and_names() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        interactive.Control("c", ["a"])
+    with pytest.raises(ValueError, match="default"):
+        interactive.Control("c", ["a", "b"], default=2)
+    with pytest.raises(ValueError, match="name"):
+        interactive.Interactive("a b", "t", [interactive.Control("c", ["a", "b"])],
+                                lambda c, at: None)
+
+
+def test_script_and_json_agree_on_the_state_order() -> None:
+    script = (ROOT / "_ext" / "static" / "attn-interactive.js").read_text(encoding="utf-8")
+    assert "index = index * values[c].length + Number(input.value)" in script
+    assert "http" not in script.replace("http://www.w3.org", "")  # nothing fetched
