@@ -200,7 +200,9 @@ def main(argv: list[str]) -> int:
             pool.append((name, _env(threads, capability, vendor)))
             labels[name] = (threads, capability, shown, run)
     cores = max(1, args.cores)
-    slots = cores + 1 if cores > 1 else 1
+    jobs = pooled_jobs(pool, args.notebooks, cores)
+    # the extra slot is for a single-process chapter beside one with worker processes
+    slots = cores + 1 if any(job.slots > 1 for job in jobs) else cores
     print(f"== {len(pool)} combination(s) of {len(args.notebooks)} notebook(s) in one pool: "
           f"{slots} slots on {cores} core(s)", flush=True)
 
@@ -208,8 +210,7 @@ def main(argv: list[str]) -> int:
         print(f"   {'ok' if result.ok else 'FAILED'} {result.job.name}: {result.seconds:.0f} s, "
               f"{result.cpu_seconds:.0f} s of CPU", flush=True)
 
-    results = run_jobs(pooled_jobs(pool, args.notebooks, cores), slots, stop_on_failure=False,
-                       on_finish=finished) if pool else []
+    results = run_jobs(jobs, slots, stop_on_failure=False, on_finish=finished) if pool else []
     failures = 0
     for name, _ in pool:
         threads, capability, shown, run = labels[name]
