@@ -128,3 +128,17 @@ def test_script_and_json_agree_on_the_state_order() -> None:
     script = (ROOT / "_ext" / "static" / "attn-interactive.js").read_text(encoding="utf-8")
     assert "index = index * values[c].length + Number(input.value)" in script
     assert "http" not in script.replace("http://www.w3.org", "")  # nothing fetched
+
+
+def test_log_axes_and_heatmap_cells() -> None:
+    canvas = interactive.Canvas(100, 100)
+    panel = canvas.panel((0, 0, 100, 100), (1, 100), (0.1, 1000), xlog=True, ylog=True)
+    assert (panel.x(10), panel.y(10)) == (50, 50)  # a decade is a quarter / half the axis
+    assert panel.y(0.1) == 100 and panel.y(1000) == 0
+    panel.bars([10], [100])  # on a log axis a bar starts at the lower limit
+    assert canvas.elements[-1][1]["d"].startswith("M47,100V25")
+    heat = canvas.panel((0, 0, 20, 10), (0, 1), (0, 1))
+    heat.cells([[0.04, 0.96], [1.2, -0.1]])
+    shades = [attrs["fill-opacity"] for tag, attrs, _, _ in canvas.elements[-4:]]
+    assert shades == ["0.0", "1.0", "1.0", "0.0"]  # one decimal, clipped to [0, 1]
+    assert canvas.elements[-1][1]["x"] == "10" and canvas.elements[-1][1]["y"] == "5"

@@ -75,6 +75,7 @@ class Panel:
     ylim: tuple[float, float]
     xlog: bool = False
     clip: str = ""
+    ylog: bool = False
 
     def x(self, value: float) -> float:
         lo, hi = self.xlim
@@ -84,6 +85,8 @@ class Panel:
 
     def y(self, value: float) -> float:
         lo, hi = self.ylim
+        if self.ylog:
+            value, lo, hi = math.log10(value), math.log10(lo), math.log10(hi)
         return self.box[1] + self.box[3] - (value - lo) / (hi - lo) * self.box[3]
 
     def _path(self, xs: Sequence[float], ys: Sequence[float]) -> str:
@@ -111,13 +114,28 @@ class Panel:
                                  "clip-path": f"url(#{self.clip})"})
 
     def bars(self, xs: Sequence[float], heights: Sequence[float], colour: str = PALETTE[0], *,
-             width: float = 6.0, base: float = 0.0) -> None:
-        """Vertical bars of ``width`` pixels centred at xs, from ``base`` to each height."""
-        y0 = self.y(base)
+             width: float = 6.0, base: float | None = None) -> None:
+        """Vertical bars of ``width`` pixels centred at xs, from ``base`` (0, or the lower
+        limit of a log axis) to each height."""
+        y0 = self.y(base if base is not None else self.ylim[0] if self.ylog else 0.0)
         d = "".join(f"M{_num(self.x(float(a)) - width / 2)},{_num(y0)}"
                     f"V{_num(self.y(float(h)))}h{_num(width)}V{_num(y0)}z"
                     for a, h in zip(xs, heights, strict=True))
         self.canvas.add("path", {"d": d, "fill": colour, "clip-path": f"url(#{self.clip})"})
+
+    def cells(self, matrix: Sequence[Sequence[float]], colour: str = PALETTE[0]) -> None:
+        """A heatmap of values in [0, 1] (attention weights) filling the panel: row i at the
+        top, one square per entry, its opacity the value to one decimal (ten shades: a float32
+        value that moves in its sixth digit between machines rarely changes a shade). The
+        panel's limits are not used."""
+        left, top, w, h = self.box
+        rows, cols = len(matrix), len(matrix[0])
+        for i, row in enumerate(matrix):
+            for j, value in enumerate(row):
+                self.canvas.add("rect", {
+                    "x": _num(left + j * w / cols), "y": _num(top + i * h / rows),
+                    "width": _num(w / cols), "height": _num(h / rows), "fill": colour,
+                    "fill-opacity": f"{min(1.0, max(0.0, float(value))):.1f}"})
 
     def vline(self, x: float, colour: str = "currentColor", *, dash: str | None = "4 3",
               width: float = 1.0) -> None:
@@ -187,8 +205,9 @@ class Canvas:
         self.add("text", attrs, text, message)
 
     def panel(self, box: tuple[float, float, float, float], xlim: tuple[float, float],
-              ylim: tuple[float, float], *, xlog: bool = False) -> Panel:
-        """A panel in the pixel box (left, top, width, height) with these data limits."""
+              ylim: tuple[float, float], *, xlog: bool = False, ylog: bool = False) -> Panel:
+        """A panel in the pixel box (left, top, width, height) with these data limits (log
+        scales where ``xlog`` or ``ylog``)."""
         self.panels += 1
         clip = f"clip{self.panels}"
         left, top, w, h = box
@@ -196,7 +215,7 @@ class Canvas:
         self.add("rect", {"x": _num(left), "y": _num(top - 2), "width": _num(w + 2),
                           "height": _num(h + 4)})
         self.add("/clipPath", {})
-        return Panel(self, box, xlim, ylim, xlog, clip)
+        return Panel(self, box, xlim, ylim, xlog, clip, ylog)
 
     def legend(self, x: float, y: float, entries: Sequence[tuple[str, str, str | None]]) -> None:
         """Entries (colour, label, dash) stacked from pixel (x, y); labels are messages."""
