@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -92,7 +94,8 @@ def test_runs_and_config_build_the_same_weights_from_a_seed() -> None:
 
 
 def test_counted_cost_and_its_crossover() -> None:
-    small = {"keys_per_query": 4, "dim": 2, "heads": 1, "index_heads": 1, "index_dim": 1}
+    small = {"keys_per_query": 4, "dim": 2, "value_dim": None, "heads": 1, "index_heads": 1,
+             "index_dim": 1}
     assert sr.attention_macs(3, "dense", **small) == 2 * 2 * 6  # 1 + 2 + 3 keys
     assert sr.attention_macs(6, "window", **small) == 2 * 2 * (1 + 2 + 3 + 4 + 4 + 4)
     assert sr.attention_macs(6, "topk", **small) == (2 * 2 * 18 + 21 * 2)
@@ -103,6 +106,49 @@ def test_counted_cost_and_its_crossover() -> None:
         assert (sr.attention_macs(at - 1, mode, **small)
                 >= sr.attention_macs(at - 1, "dense", **small))
     assert sr.macs_crossover("topk", longest=4, **small) is None
+
+
+def test_counted_cost_with_a_value_size_and_for_one_decoding_step() -> None:
+    small = {"keys_per_query": 4, "dim": 2, "value_dim": 3, "heads": 1, "index_heads": 1,
+             "index_dim": 1, "block_size": 2}
+    assert sr.attention_macs(3, "dense", **small) == 5 * 6  # (2 + 3) per pair, 1 + 2 + 3
+    assert sr.attention_macs(6, "dense", decode=True, **small) == 5 * 6  # 6 cached keys
+    assert sr.attention_macs(6, "window", decode=True, **small) == 5 * 4
+    assert sr.attention_macs(6, "topk", decode=True, **small) == 5 * 4 + 6 * 2
+    assert sr.attention_macs(6, "moba", decode=True, **small) == 2 * 3 + 5 * 4  # 3 blocks
+    # DeepSeek-V3.2's sizes, MLA's absorbed form: the reviewer's independent count
+    assert sr.macs_crossover("topk") == 2707
+    assert sr.macs_crossover("topk", dim=128, value_dim=None) == 4112
+    assert sr.macs_crossover("topk", decode=True, dim=128, value_dim=None) == 2738
+    ratio = sr.attention_macs(131072, "topk") / sr.attention_macs(131072, "dense")
+    assert round(ratio, 3) == 0.090
+    for mode in ("window", "topk", "moba"):
+        at = sr.macs_crossover(mode, decode=True, **small)
+        assert at is not None
+        assert (sr.attention_macs(at, mode, decode=True, **small)
+                < sr.attention_macs(at, "dense", decode=True, **small))
+        assert (sr.attention_macs(at - 1, mode, decode=True, **small)
+                >= sr.attention_macs(at - 1, "dense", decode=True, **small))
+
+
+def test_moba_gets_one_block_more_than_the_others_keys() -> None:
+    configs = {r.name: r.config for r in sr.retrieval_runs(seeds=(0,), keys_per_query=16)}
+    assert configs["moba"].keys_per_query == 16 + configs["moba"].block_size
+    assert all(configs[m].keys_per_query == 16 for m in ("dense", "window", "topk"))
+
+
+@pytest.mark.parametrize("mode", ["topk", "moba", "window", "dense"])
+def test_accuracy_given_reach_adds_up(mode: str) -> None:
+    score = sr.retrieval_accuracy(_model(mode), length=40, queries=3, n=16)
+    if mode == "window":
+        assert math.isnan(score.accuracy_reached) and score.accuracy == score.accuracy_missed
+    elif mode == "dense":
+        assert math.isnan(score.accuracy_missed) and score.accuracy == score.accuracy_reached
+    else:
+        parts = [(score.reach, score.accuracy_reached),
+                 (1 - score.reach, score.accuracy_missed)]
+        assert sum(share * acc for share, acc in parts if share > 0) == pytest.approx(
+            score.accuracy)
 
 
 @pytest.mark.parametrize("decode", [False, True])
@@ -137,6 +183,7 @@ def test_training_records_loss_and_largest_logit() -> None:
     summary = st.stability_summary(model, last=2)
     assert summary.final_loss == pytest.approx(sum(losses[-2:]) / 2)
     assert summary.max_logit == float(model.logit_history.max())
+    assert summary.lowest_loss == min(losses)
     with pytest.raises(ValueError, match="steps"):
         st.train_stability(model, steps=4)
 
@@ -206,9 +253,20 @@ def test_shares_are_of_the_weights_the_output_reads(kind: str) -> None:
         torch.testing.assert_close(w.sum(-1), torch.ones(3))
     else:  # each map sums to 1: the difference to 1 - lambda
         torch.testing.assert_close(w.sum(-1), (1 - model.lam.detach()).expand(3))
-    on_answer, on_distractors, accuracy = ds.answer_share(model, 12, 2, n=4)
-    assert 0 <= on_answer <= 1 and 0 <= on_distractors <= 1 - on_answer + 1e-12
-    assert 0 <= accuracy <= 1
+    got = ds.answer_weights(model, 12, 2, n=3, seed=0)  # the lines above
+    _, _, answer = ds.distractor_task(3, 12, 2, parts=5, num_values=4, seed=0)
+    w = model.last_weights.double()
+    half = (halves == halves[:, -1:]).sum(-1) == 1
+    assert int(half.sum()) == 3 * 4 and not bool(half[:, -1].any())  # 2 x 2 per line
+    assert got.answer == pytest.approx(w[torch.arange(3), answer].mean().item())
+    assert got.distractors == pytest.approx((w * half).sum(-1).mean().item())
+    assert got.own == pytest.approx(w[:, -1].mean().item())
+    assert got.negative == pytest.approx(w.clamp_max(0).sum(-1).mean().item())
+    if kind == "softmax":
+        assert got.negative == 0 and got.answer + got.distractors + got.own <= 1 + 1e-12
+    else:
+        assert got.negative <= 0
+    assert 0 <= got.accuracy <= 1
 
 
 def test_distractor_runs_and_training() -> None:

@@ -1,8 +1,8 @@
 r"""Trainable sparse attention: DeepSeek Sparse Attention's indexer and top-k keys, and MoBA.
 
 **DeepSeek Sparse Attention** (DSA; DeepSeek-AI, "DeepSeek-V3.2-Exp: Boosting Long-Context
-Efficiency with DeepSeek Sparse Attention", 2025, section 2.1). A small *lightning indexer*
-scores every (query t, key s) pair with :math:`H^I` indexer heads of :math:`d^I` features,
+Efficiency with DeepSeek Sparse Attention", 2025, section 1, "Prototype of DSA"). A small
+*lightning indexer* scores every (query t, key s) pair with :math:`H^I` indexer heads of :math:`d^I` features,
 a ReLU and a weight per head computed from the query token:
 
 .. math::

@@ -14,9 +14,9 @@ held by exactly one earlier token. ``distractors`` tokens share :math:`a^*` (wit
 softmax whose logit adds the two matches leaves weight on them. :class:`DistractorModel` is
 one attention layer, ``"softmax"`` (one head) or ``"diff"`` (one differential head of the same
 width, :func:`~attnlib.blocks.stable_attention.differential_attention`, with the paper's
-learnable :math:`\lambda`); :func:`answer_share` measures the share of the query's attention
-weight on the answer, :math:`|w_{\text{answer}}| / \sum_s |w_s|` (the difference's weights
-may be negative; for one softmax this is :math:`w_{\text{answer}}`).
+learnable :math:`\lambda`); :func:`answer_weights` measures the query's signed weights: on the answer,
+net on the distractors, on the query's own place (it holds the asked key too), and the negative
+weight the difference spreads over the line.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from attnlib.train.runs import Run
 KINDS = ("softmax", "diff")
 """The attention of :class:`DistractorModel`: one softmax, or a difference of two."""
 
-__all__ = ["KINDS", "DistractorConfig", "DistractorModel", "answer_share", "distractor_runs",
-           "distractor_task", "train_distractors"]
+__all__ = ["KINDS", "DistractorConfig", "DistractorModel", "DistractorWeights", "answer_weights",
+           "distractor_runs", "distractor_task", "train_distractors"]
 
 
 def distractor_task(n: int, length: int = 64, distractors: int = 8, parts: int = 8,
@@ -217,12 +217,28 @@ def train_distractors(model: DistractorModel, steps: int = 300, length: int = 64
     return losses
 
 
+@dataclass(frozen=True)
+class DistractorWeights:
+    """What :func:`answer_weights` measures, means over the lines: the query's signed weight
+    on the answer, the net (signed) weight on the half-matching distractors, the weight on the
+    query's own place (it holds the asked key too: a full match), the sum of the negative
+    weights (0 for one softmax), and the share answered right."""
+
+    answer: float
+    distractors: float
+    own: float
+    negative: float
+    accuracy: float
+
+
 @torch.no_grad()
-def answer_share(model: DistractorModel, length: int = 64, distractors: int = 8, n: int = 256,
-                 seed: int = 10**6) -> tuple[float, float, float]:
-    r"""On ``n`` fresh lines: the mean share of the query's weight on the answer,
-    :math:`|w_{\text{answer}}| / \sum_s |w_s|`, the mean share on the ``2 distractors``
-    half-matching tokens, and the accuracy.
+def answer_weights(model: DistractorModel, length: int = 64, distractors: int = 8, n: int = 256,
+                   seed: int = 10**6) -> DistractorWeights:
+    r"""On ``n`` fresh lines: the query's signed weights :math:`w_s` (one softmax's, or the
+    difference of the two maps, which may be negative) summed over the answer, over the
+    ``2 distractors`` half-matching tokens, and over the query's own place; the sum of the
+    negative weights over the line; and the accuracy. The weights of a line sum to 1 for one
+    softmax and to :math:`1 - \lambda` for the difference.
 
     Raises:
         TypeError: ``model`` not a :class:`DistractorModel`; as :func:`distractor_task`.
@@ -231,14 +247,13 @@ def answer_share(model: DistractorModel, length: int = 64, distractors: int = 8,
     halves, values, answer = distractor_task(n, length, distractors, model.parts,
                                              model.num_values, seed=seed)
     right = model(halves, values).argmax(-1) == values.gather(1, answer.view(-1, 1)).flatten()
-    magnitude = model.last_weights.abs()  # (n, L)
-    share = magnitude / magnitude.sum(-1, keepdim=True)
-    on_answer = share.gather(1, answer.view(-1, 1)).flatten()
-    query = halves[:, -1:]  # (n, 1, 2)
-    half_match = (halves == query).sum(-1) == 1  # (n, L): one half of the key
-    on_distractors = (share * half_match).sum(-1)
-    return (on_answer.double().mean().item(), on_distractors.double().mean().item(),
-            right.double().mean().item())
+    w = model.last_weights.double()  # (n, L), signed
+    on_answer = w.gather(1, answer.view(-1, 1)).flatten()
+    half_match = (halves == halves[:, -1:]).sum(-1) == 1  # (n, L): one half of the key
+    on_distractors = (w * half_match).sum(-1)
+    return DistractorWeights(on_answer.mean().item(), on_distractors.mean().item(),
+                             w[:, -1].mean().item(), w.clamp_max(0).sum(-1).mean().item(),
+                             right.double().mean().item())
 
 
 def distractor_runs(seeds: Sequence[int] = (0, 1, 2), **options: Any) -> list[Run]:

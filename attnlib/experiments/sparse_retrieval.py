@@ -12,10 +12,13 @@ encoding: the task is found by content). Its keys per query are chosen by ``mode
 * ``"dense"``: every earlier key (the ceiling);
 * ``"window"``: the last ``keys_per_query`` keys (a sliding window);
 * ``"topk"``: the ``keys_per_query`` keys of largest index score of DeepSeek Sparse
-  Attention's lightning indexer (DeepSeek-AI 2025, "DeepSeek-V3.2-Exp", section 2.1;
+  Attention's lightning indexer (DeepSeek-AI 2025, "DeepSeek-V3.2-Exp", section 1,
+  "Prototype of DSA";
   :func:`~attnlib.blocks.sparse_attention.lightning_indexer`);
 * ``"moba"``: MoBA's ``keys_per_query // block_size`` blocks (Lu et al. 2025,
-  :func:`~attnlib.blocks.sparse_attention.moba_mask`), the query's own block among them.
+  :func:`~attnlib.blocks.sparse_attention.moba_mask`), the query's own block among them
+  (:func:`retrieval_runs` gives MoBA one block more than the others' keys: the queries' own
+  block holds only queries, so its choosable keys equal the others' ``keys_per_query``).
 
 :func:`train_retrieval` trains as DSA's two stages, in small: a dense warm-up, in which the
 indexer learns from the KL loss to the main attention over all keys
@@ -25,8 +28,9 @@ taken over them. The paper starts from a trained dense model and freezes it duri
 warm-up; here the model and the indexer learn side by side in the warm-up (the indexer's loss
 reaches the indexer only, either way). Every mode gets the same two stages.
 
-:func:`attention_macs` counts the multiply-adds of each mode as the line grows (the indexer is
-still quadratic: it scores every key, with few heads of few features);
+:func:`attention_macs` counts the multiply-adds of each mode as the line grows, for a whole
+causal layer or for one decoding step (the indexer is still quadratic: it scores every key,
+with few heads of few features);
 :func:`attention_seconds` times them.
 """
 
@@ -293,11 +297,18 @@ def retrieval_runs(seeds: Sequence[int] = (0, 1, 2), keys_per_query: int = 16,
     :data:`MODES` at each seed (named by its mode; the seed both draws the weights and the
     lines), with :func:`train_retrieval`'s ``options``.
 
+    MoBA gets ``keys_per_query // block_size + 1`` blocks: the queries sit together at the
+    end of the line, so the block of each query (always chosen) holds only queries; the
+    other blocks it chooses hold ``keys_per_query`` keys, as many as the window and top-k.
+
     Raises:
         TypeError, ValueError: a seed that is not an int >= 0, as :class:`RetrievalConfig`.
     """
     seeds = check_ints("seeds", seeds, minimum=0)
-    return [Run(mode, RetrievalConfig(mode, keys_per_query), seed, {"seed": seed, **options})
+    check_int("keys_per_query", keys_per_query, minimum=1)
+    block = RetrievalConfig.block_size
+    return [Run(mode, RetrievalConfig(mode, keys_per_query + block * (mode == "moba")), seed,
+                {"seed": seed, **options})
             for seed in seeds for mode in MODES]
 
 
@@ -305,11 +316,14 @@ def retrieval_runs(seeds: Sequence[int] = (0, 1, 2), keys_per_query: int = 16,
 class RetrievalScore:
     """What :func:`retrieval_accuracy` measures: the share of queries answered right, the mean
     number of keys a query attends to, and the share of queries whose planted key is among
-    them (its *reach*)."""
+    them (its *reach*); and the share answered right among the queries that reach their key
+    and among those that do not (NaN where there are none)."""
 
     accuracy: float
     keys_per_query: float
     reach: float
+    accuracy_reached: float = math.nan
+    accuracy_missed: float = math.nan
 
 
 @torch.no_grad()
@@ -332,22 +346,30 @@ def retrieval_accuracy(model: RetrievalModel, length: int = 256, queries: int = 
     chosen = model.last["chosen"]  # (n, Q, L)
     planted = keys[:, :length - queries].unsqueeze(1) == keys[:, -queries:].unsqueeze(-1)
     reach = (chosen[..., :length - queries] & planted).any(-1)  # (n, Q)
+
+    def given(where: Tensor) -> float:
+        return right[where].double().mean().item() if bool(where.any()) else math.nan
+
     return RetrievalScore(right.double().mean().item(), chosen.double().sum(-1).mean().item(),
-                          reach.double().mean().item())
+                          reach.double().mean().item(), given(reach), given(~reach))
 
 
-def attention_macs(length: int, mode: str, keys_per_query: int = 2048, dim: int = 128,
+def attention_macs(length: int, mode: str, keys_per_query: int = 2048, dim: int = 576,
                    heads: int = 128, index_heads: int = 64, index_dim: int = 128,
-                   block_size: int = 64) -> int:
-    r"""Multiply-adds of one causal attention layer over a line of ``length`` tokens.
+                   block_size: int = 64, value_dim: int | None = 512,
+                   decode: bool = False) -> int:
+    r"""Multiply-adds of one causal attention layer over a line of ``length`` tokens, or with
+    ``decode`` of one decoding step (one new query over a cache of ``length`` keys).
 
-    Per query :math:`t` (from 0) and head: :math:`n_t (E + E_v)` for :math:`n_t` keys with
-    ``dim`` = E = E_v features: :math:`n_t = t + 1` dense, :math:`\min(t + 1, k)` for a window
-    and top-k. Top-k adds the indexer, :math:`(t + 1)(H^I d^I + H^I)` per query, once for
-    all heads; MoBA adds its gate, one product per earlier block and head, and its
-    ``keys_per_query`` keys. The projections are left out (the same for every mode). The
-    defaults are DeepSeek-V3.2's sizes (k = 2048 keys, 64 indexer heads of 128 features,
-    128 heads) with a head size of 128.
+    Per query :math:`t` (from 0) and head: :math:`n_t (E + E_v)` for :math:`n_t` keys, a key
+    of ``dim`` = E features and a value of ``value_dim`` = :math:`E_v` (None: E);
+    :math:`n_t = t + 1` dense, :math:`\min(t + 1, k)` for a window and top-k. Top-k adds the
+    indexer, :math:`(t + 1)(H^I d^I + H^I)` per query, once for all heads; MoBA adds its
+    gate, one product of E per earlier block and head, and its ``keys_per_query`` keys. The
+    projections are left out (the same for every mode). The defaults are DeepSeek-V3.2's
+    sizes: k = 2048 keys, an indexer of 64 heads of 128 features, and its attention, MLA in
+    the absorbed (MQA) form DSA runs in: 128 heads, each scoring a key of 576 numbers (512 of
+    the latent, 64 of RoPE) and reading a value of 512 (the latent).
 
     Raises:
         TypeError: a size not an int. ValueError: a size < 1, an unknown ``mode``.
@@ -357,23 +379,32 @@ def attention_macs(length: int, mode: str, keys_per_query: int = 2048, dim: int 
                     ("heads", heads), ("index_heads", index_heads), ("index_dim", index_dim),
                     ("block_size", block_size)):
         check_int(name, v, minimum=1)
+    if value_dim is not None:
+        check_int("value_dim", value_dim, minimum=1)
+    check_flag("decode", decode)
     L, k, E = length, keys_per_query, dim
-    seen = L * (L + 1) // 2  # sum over t of t + 1
-    capped = k * (k + 1) // 2 + max(L - k, 0) * k if L > k else seen  # sum of min(t + 1, k)
+    pair = E + (E if value_dim is None else value_dim)  # per (query, key) pair and head
+    if decode:  # the query at place L - 1
+        seen, capped = L, min(L, k)
+        blocks = (L - 1) // block_size + 1
+    else:
+        seen = L * (L + 1) // 2  # sum over t of t + 1
+        capped = k * (k + 1) // 2 + (L - k) * k if L > k else seen  # sum of min(t + 1, k)
+        full, rest = divmod(L, block_size)  # sum over t of t // block_size + 1: earlier
+        blocks = L + block_size * full * (full - 1) // 2 + rest * full  # blocks and own
     if mode == "dense":
-        return heads * 2 * E * seen
+        return heads * pair * seen
     if mode == "window":
-        return heads * 2 * E * capped
+        return heads * pair * capped
     if mode == "topk":
-        return heads * 2 * E * capped + seen * index_heads * (index_dim + 1)
-    full, rest = divmod(L, block_size)  # sum over t of t // block_size + 1: earlier blocks
-    blocks = L + block_size * full * (full - 1) // 2 + rest * full  # and the own block
-    return heads * (E * blocks + 2 * E * capped)
+        return heads * pair * capped + seen * index_heads * (index_dim + 1)
+    return heads * (E * blocks + pair * capped)
 
 
-def macs_crossover(mode: str, longest: int = 2**24, **sizes: int) -> int | None:
-    """The shortest line on which ``mode`` counts fewer multiply-adds than dense attention
-    (:func:`attention_macs` with ``sizes``), or None up to ``longest`` tokens.
+def macs_crossover(mode: str, longest: int = 2**24, **sizes: Any) -> int | None:
+    """The shortest line (or cache, with ``decode=True``) from which on ``mode`` counts fewer
+    multiply-adds than dense attention (:func:`attention_macs` with ``sizes``), or None up to
+    ``longest`` tokens.
 
     Raises:
         TypeError, ValueError: as :func:`attention_macs`; ``mode`` ``"dense"``.

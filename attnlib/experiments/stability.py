@@ -24,6 +24,7 @@ cap); :func:`count_spikes` counts the loss spikes and :func:`stability_summary` 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -248,17 +249,20 @@ def stability_runs(seeds: Sequence[int] = (0, 1, 2), variants: Sequence[str] = V
 
 @dataclass(frozen=True)
 class StabilitySummary:
-    """A trained :class:`StabilityLM` in three numbers: the largest logit of any step, the
-    mean loss of the last steps, and the loss spikes (:func:`count_spikes`)."""
+    """A trained :class:`StabilityLM` in four numbers: the largest logit of any step, the
+    mean loss of the last steps, the loss spikes (:func:`count_spikes`), and the lowest loss
+    of any step (a run may fall and then diverge back)."""
 
     max_logit: float
     final_loss: float
     spikes: int
+    lowest_loss: float = math.nan
 
 
 def stability_summary(model: StabilityLM, last: int = 10, jump: float = 1.0
                       ) -> StabilitySummary:
-    """The largest logit over training, the mean loss of the ``last`` steps, the spikes.
+    """The largest logit over training, the mean loss of the ``last`` steps, the spikes, the
+    lowest loss of any step.
 
     Raises:
         TypeError: ``model`` not a :class:`StabilityLM`. ValueError: ``last`` < 1 or more
@@ -268,4 +272,4 @@ def stability_summary(model: StabilityLM, last: int = 10, jump: float = 1.0
     losses = model.loss_history
     check_int("last", last, minimum=1, maximum=losses.shape[0])
     return StabilitySummary(float(model.logit_history.max()), float(losses[-last:].mean()),
-                            count_spikes(losses, jump))
+                            count_spikes(losses, jump), float(losses.min()))

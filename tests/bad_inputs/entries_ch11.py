@@ -264,13 +264,15 @@ def _() -> Call:
     return Call(api("attention_macs"), {
         "length": Count(64), "mode": Choice("topk"), "keys_per_query": Count(8),
         "dim": Count(4), "heads": Count(2), "index_heads": Count(2), "index_dim": Count(2),
-        "block_size": Count(4)})
+        "block_size": Count(4), "value_dim": Count(3, optional=True), "decode": Flag(False)})
 
 
 @entry("macs_crossover")
 def _() -> Call:
     return Call(api("macs_crossover"), {"mode": Choice("topk"), "longest": Count(4096),
-                                        "keys_per_query": Count(8), "dim": Count(4)})
+                                        "keys_per_query": Count(8), "dim": Count(4),
+                                        "value_dim": Count(3, optional=True),
+                                        "decode": Flag(True)})
 
 
 @entry("attention_seconds")
@@ -385,9 +387,12 @@ def _() -> Call:
         "seed": Count(0, 0)}, module=True)
 
 
-@entry("answer_share")
+exempt("the weights answer_weights returns", "DistractorWeights")
+
+
+@entry("answer_weights")
 def _() -> Call:
-    return Call(api("answer_share"), {"model": Obj(_distractor_model()), "length": Count(8),
+    return Call(api("answer_weights"), {"model": Obj(_distractor_model()), "length": Count(8),
                                       "distractors": Count(2, 0), "n": Count(2),
                                       "seed": Count(0, 0)}, module=True)
 
