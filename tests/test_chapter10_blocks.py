@@ -317,3 +317,30 @@ def test_recall_models_short_convolution_is_nn_conv1d(taps: int) -> None:
         stepped = torch.cat([model(tokens[:, t:t + 1], cache) for t in range(tokens.shape[1])],
                             dim=1)
         torch.testing.assert_close(stepped, model(tokens), atol=1e-5, rtol=1e-5)
+
+
+def test_loss_by_position_keeps_each_layers_own_window() -> None:
+    """A layer's own window is part of the model: a cache wider than it (or none) must not
+    widen it. Two blocks with windows of 8: read one token at a time with a cache of 8, of
+    16 or of every token, the loss equals the one-pass loss at every position."""
+    torch.manual_seed(0)
+    model = MixerLM(sk.BOS + 1, [CausalSelfAttention(16, 2, window=8, dtype=F64)
+                                 for _ in range(2)], d_ff=8, dtype=F64)
+    tokens = sk.backcopy_text(3, 30, seed=1)
+    with torch.no_grad():
+        logits = model(tokens)
+    one_pass = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+    for window in (8, 16, None):
+        torch.testing.assert_close(sk.loss_by_position(model, tokens, window), one_pass,
+                                   **TIGHT)
+    assert all(block.mixer.window == 8 for block in model.blocks)
+    # a global layer after a window-8 one: a cache of 16 changes only the global layer, so
+    # the loss equals the one pass up to position 15, where the cache is not yet full
+    mixed = MixerLM(sk.BOS + 1, [CausalSelfAttention(16, 2, window=8, dtype=F64),
+                                 CausalSelfAttention(16, 2, dtype=F64)], d_ff=8, dtype=F64)
+    with torch.no_grad():
+        logits = mixed(tokens)
+    one_pass = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+    streamed = sk.loss_by_position(mixed, tokens, 16)
+    torch.testing.assert_close(streamed[:, :16], one_pass[:, :16], **TIGHT)
+    assert (streamed[:, 16:] - one_pass[:, 16:]).abs().max() > 1e-6

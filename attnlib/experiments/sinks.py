@@ -196,7 +196,10 @@ def loss_by_position(model: MixerLM, tokens: Tensor, window: int | None = None,
 
     The text is fed one token at a time. ``window=None`` keeps every token; otherwise the
     attention layers keep the last ``window`` tokens, of which the first ``sink_tokens`` are
-    the text's first tokens (StreamingLLM) and the rest the most recent.
+    the text's first tokens (StreamingLLM) and the rest the most recent. A layer's own window
+    is part of the model: a layer whose own window is no wider than ``window`` keeps it (and
+    its own ``sink_tokens``), so the cache changes only the layers that see more than it
+    holds. ``model`` itself is left as it was.
 
     Shape:
         - tokens: (B, T); output: (B, T - 1), the loss of predicting token t + 1 at t
@@ -220,7 +223,9 @@ def loss_by_position(model: MixerLM, tokens: Tensor, window: int | None = None,
     for block in streamed.blocks:
         assert isinstance(block, MixerBlock)
         mixer = block.mixer
-        if isinstance(mixer, CausalSelfAttention):
+        # the tighter of the layer's own window and the cache's
+        if isinstance(mixer, CausalSelfAttention) and window is not None and (
+                mixer.window is None or window < mixer.window):
             mixer.window, mixer.sink_tokens = window, sink_tokens
     cache, losses = MixerCache(), []
     for t in range(tokens.shape[1] - 1):
