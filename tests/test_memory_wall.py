@@ -87,20 +87,20 @@ def test_docstring_states_the_intensity_of_the_weights() -> None:
     """Finding 19: the module said B / b FLOPs per byte; a multiply and an add make it 2B / b."""
     doc = " ".join((mw.__doc__ or "").split())
     assert "about 2B / b FLOPs per byte" in doc and "about B / b" not in doc
-    shape = mw.PUBLISHED["Llama 3 8B"]
+    shape = mw.PUBLISHED["Llama 3.1 8B"]
     weights_only = mw.decode_cost(shape, 1, batch=4)
     assert 2 * 4 / 2 == pytest.approx(weights_only.intensity, rel=0.01)
 
 
 def test_published_parameter_counts_match_the_names() -> None:
-    expected = {"Mistral 7B": 7.24e9, "Llama 3 8B": 8.03e9, "Llama 3.1 70B": 70.6e9,
+    expected = {"Mistral 7B": 7.24e9, "Llama 3.1 8B": 8.03e9, "Llama 3.1 70B": 70.6e9,
                 "Llama 3.1 405B": 405.8e9}
     for name, shape in mw.PUBLISHED.items():
         assert shape.parameters() == pytest.approx(expected[name], rel=0.01), name
 
 
 def test_intensity_of_decoding_grows_with_the_batch_and_prefill_with_the_prompt() -> None:
-    shape = mw.PUBLISHED["Llama 3 8B"]
+    shape = mw.PUBLISHED["Llama 3.1 8B"]
     one, many = mw.decode_cost(shape, 1024, 1), mw.decode_cost(shape, 1024, 64)
     assert 0.9 < one.intensity < 1.1 < many.intensity
     assert mw.prefill_cost(shape, 2048).intensity > 500

@@ -197,9 +197,10 @@ PUBLISHED: dict[str, ModelShape] = {
     # Grattafiori et al. 2024, Table 3: layers 32 / 80 / 126, model dimension 4,096 / 8,192 /
     # 16,384, FFN dimension 14,336 / 28,672 / 53,248, attention heads 32 / 64 / 128,
     # key/value heads 8, vocabulary size 128,000, SwiGLU. The table covers Llama 3.1: a 405B
-    # model was released only as Llama 3.1, and 70B and 405B are named so (same sizes as 3).
-    "Llama 3 8B": ModelShape("Llama 3 8B", 32, 4096, 32, 8, 128, 14336, 128000,
-                             source="grattafiori2024llama3"),
+    # model was released only as Llama 3.1, and all three are named so: Llama 3 8B (April
+    # 2024) has the same sizes as 3.1 8B but a context of 8,192 tokens, 3.1 one of 128K.
+    "Llama 3.1 8B": ModelShape("Llama 3.1 8B", 32, 4096, 32, 8, 128, 14336, 128000,
+                               source="grattafiori2024llama3"),
     "Llama 3.1 70B": ModelShape("Llama 3.1 70B", 80, 8192, 64, 8, 128, 28672, 128000,
                                 source="grattafiori2024llama3"),
     "Llama 3.1 405B": ModelShape("Llama 3.1 405B", 126, 16384, 128, 8, 128, 53248, 128000,
