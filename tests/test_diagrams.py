@@ -126,10 +126,16 @@ def test_svg_is_self_contained_on_a_light_panel(path: Path) -> None:
 @pytest.mark.parametrize("path", [p for p in SOURCES if _module(p).TOOL == "matplotlib"],
                          ids=lambda p: p.stem)
 def test_matplotlib_diagram_is_redrawn_byte_for_byte(path: Path) -> None:
+    """Drawn with the settings a fresh process starts with, as `make diagrams` draws it (a test
+    that ran before, e.g. one that applies the book's plot style, must not leak into it)."""
+    import matplotlib
+
     module = _module(path)
     values = json.loads(_values(path))
-    drawn = GEN.with_stamp(module.render(values), path.relative_to(ROOT).as_posix(),
-                           GEN.stamp(path, values))
+    fresh = {k: v for k, v in matplotlib.rcParamsOrig.items() if k != "backend"}
+    with matplotlib.rc_context(fresh):
+        svg = module.render(values)
+    drawn = GEN.with_stamp(svg, path.relative_to(ROOT).as_posix(), GEN.stamp(path, values))
     assert drawn == GEN.svg_path(module).read_text(encoding="utf-8"), (
         f"{module.NAME}.svg differs from a fresh drawing: run `make diagrams`")
 
