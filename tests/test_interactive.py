@@ -142,3 +142,46 @@ def test_log_axes_and_heatmap_cells() -> None:
     shades = [attrs["fill-opacity"] for tag, attrs, _, _ in canvas.elements[-4:]]
     assert shades == ["0.0", "1.0", "1.0", "0.0"]  # one decimal, clipped to [0, 1]
     assert canvas.elements[-1][1]["x"] == "10" and canvas.elements[-1][1]["y"] == "5"
+
+
+def _message(error: type[Exception], call: object) -> str:
+    with pytest.raises(error) as caught:
+        call()  # type: ignore[operator]
+    assert type(caught.value) is error
+    return str(caught.value)
+
+
+def test_bad_arguments_name_the_argument_what_it_got_and_what_was_expected() -> None:
+    canvas = interactive.Canvas(100, 100)
+    panel = canvas.panel((0, 0, 100, 100), (1, 100), (0, 1), xlog=True)
+    assert _message(ValueError, lambda: panel.line([1, 2], [0.5])) == (
+        "xs and ys must have the same length, got 2 and 1")
+    assert _message(TypeError, lambda: panel.points([1, "2"], [0.5, 0.6])) == (
+        "xs[1] must be a number, got str")
+    assert _message(ValueError, lambda: panel.vline(0)) == (
+        "x must be > 0 on this panel's log x axis, got 0.0")
+    assert _message(ValueError, lambda: panel.points([1], [0.5], opacity=2)) == (
+        "opacity must be in [0, 1], got 2")
+    assert "anchor must be one of 'start', 'middle', 'end', got 'left'" in _message(
+        ValueError, lambda: panel.text(2, 0.5, "t", anchor="left"))
+    assert _message(ValueError, lambda: canvas.panel((0, 0, 10, 10), (0, 1), (0, 1),
+                                                     ylog=True)) == (
+        "ylim must be > 0 where ylog is True (a log axis), got 0.0 and 1.0")
+    assert canvas.panels == 1  # a refused panel adds nothing to the canvas
+    assert _message(TypeError, lambda: interactive.Canvas(100.0, 50)) == (  # type: ignore[arg-type]
+        "width must be an int, got float")
+    fig = _figure([1.0, 2.0])
+    assert _message(ValueError, lambda: fig.state((2, 0))) == "position[0] must be <= 1, got 2"
+    assert _message(ValueError, lambda: fig.state((0,))) == (
+        "position must have one index per control (2), got 1")
+
+
+def test_numbers_of_numpy_and_torch_are_numbers() -> None:
+    import numpy as np
+    import torch
+
+    canvas = interactive.Canvas(100, 100)
+    panel = canvas.panel((0, 0, 100, 100), (np.float32(0), torch.tensor(2.0)), (0, 1))
+    panel.line(torch.tensor([0.0, 1.0]), np.array([0.5, np.nan]))  # a NaN y is left out
+    panel.points(range(2), [np.float64(0.25), torch.tensor(0.5)], opacity=1)
+    assert canvas.elements[-2][1]["d"] == "M0,50"

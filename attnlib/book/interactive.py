@@ -26,16 +26,73 @@ import html
 import itertools
 import json
 import math
+import numbers
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from attnlib._checks import check_int
+import torch
+from torch import Tensor
+
+from attnlib._checks import (
+    check_choice,
+    check_flag,
+    check_instance,
+    check_int,
+    check_ints,
+    check_real,
+)
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 """Series colours (matplotlib's tab10), legible on the theme's light and dark backgrounds."""
 
 _Element = tuple[str, dict[str, str], str, bool]  # (tag, attributes, text, is a message)
+
+
+def _number(name: str, value: object) -> float:
+    """``value`` as a float: a Python, NumPy or 0-d tensor number (bool refused); NaN and
+    infinities pass (the caller says whether they may)."""
+    if isinstance(value, Tensor) and value.ndim == 0 and value.dtype != torch.bool \
+            and not value.is_complex():
+        return float(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return check_real(name, value)  # raises: a str, None, a bool, a tensor of several values
+
+
+def _real(name: str, value: object, minimum: float | None = None) -> float:
+    """``value`` as a finite float (>= ``minimum`` if given), or a clear error naming ``name``."""
+    return check_real(name, _number(name, value), minimum)
+
+
+def _positive(name: str, value: object) -> float:
+    number = _real(name, value)
+    if number <= 0:
+        raise ValueError(f"{name} must be > 0, got {number}")
+    return number
+
+
+def _reals(name: str, value: object, finite: bool = True) -> list[float]:
+    """A sequence of numbers (a list, a range, a 1-d tensor or array) as floats; items must be
+    finite unless ``finite`` is False."""
+    if isinstance(value, Tensor) and value.ndim != 1:
+        raise ValueError(f"{name} must be a sequence of numbers (1-d), got a tensor of shape "
+                         f"({', '.join(map(str, value.shape))})")
+    if isinstance(value, str | bytes) or not hasattr(value, "__len__") \
+            or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of numbers, got {type(value).__name__}")
+    return [(_real if finite else _number)(f"{name}[{i}]", item)
+            for i, item in enumerate(value)]
+
+
+def _text(name: str, value: object, optional: bool = False) -> None:
+    if not (optional and value is None):
+        check_instance(name, value, str, "a str" + (" or None" if optional else ""))
+
+
+def _same_length(xs: str, n_x: int, ys: str, n_y: int) -> None:
+    if n_x != n_y:
+        raise ValueError(f"{xs} and {ys} must have the same length, got {n_x} and {n_y}")
 
 
 def _num(value: float) -> str:
@@ -59,10 +116,16 @@ class Control:
     translate_values: bool = False
 
     def __post_init__(self) -> None:
+        _text("label", self.label)
+        if isinstance(self.values, str) or not isinstance(self.values, Sequence):
+            raise TypeError(f"values must be a sequence of str, got {type(self.values).__name__}")
+        for i, value in enumerate(self.values):
+            check_instance(f"values[{i}]", value, str, "a str")
         if len(self.values) < 2:
             raise ValueError(f"Control {self.label!r}: values needs at least 2 positions, "
                              f"got {len(self.values)}")
         check_int("default", self.default, minimum=0, maximum=len(self.values) - 1)
+        check_flag("translate_values", self.translate_values)
 
 
 @dataclass
@@ -76,6 +139,46 @@ class Panel:
     xlog: bool = False
     clip: str = ""
     ylog: bool = False
+
+    def __post_init__(self) -> None:
+        check_instance("canvas", self.canvas, Canvas, "a Canvas")
+        box = _reals("box", self.box)
+        if len(box) != 4:
+            raise ValueError(f"box must be 4 numbers (left, top, width, height), got {len(box)}")
+        _positive("box[2]", box[2])
+        _positive("box[3]", box[3])
+        check_flag("xlog", self.xlog)
+        check_flag("ylog", self.ylog)
+        for name, lim, log in (("xlim", self.xlim, self.xlog), ("ylim", self.ylim, self.ylog)):
+            lo, hi = self._pair(name, lim)
+            if lo == hi:
+                raise ValueError(f"{name} must be two different numbers, got {lo} and {hi}")
+            if log and not (lo > 0 and hi > 0):
+                raise ValueError(f"{name} must be > 0 where {name[0]}log is True (a log axis), "
+                                 f"got {lo} and {hi}")
+        _text("clip", self.clip)
+
+    @staticmethod
+    def _pair(name: str, value: object) -> tuple[float, float]:
+        pair = _reals(name, value)
+        if len(pair) != 2:
+            raise ValueError(f"{name} must be 2 numbers (lower, upper), got {len(pair)}")
+        return pair[0], pair[1]
+
+    def _on_axis(self, name: str, values: Sequence[float], axis: str) -> None:
+        """Values of data on a log axis must be > 0 (NaN and infinities are checked apart)."""
+        if (self.xlog if axis == "x" else self.ylog):
+            bad = [v for v in values if math.isfinite(v) and v <= 0]
+            if bad:
+                raise ValueError(f"{name} must be > 0 on this panel's log {axis} axis, got "
+                                 f"{bad[0]}")
+
+    def _points(self, xs: object, ys: object, ys_name: str = "ys",
+                finite: bool = True) -> None:
+        fx, fy = _reals("xs", xs), _reals(ys_name, ys, finite)
+        _same_length("xs", len(fx), ys_name, len(fy))
+        self._on_axis("xs", fx, "x")
+        self._on_axis(ys_name, fy, "y")
 
     def x(self, value: float) -> float:
         lo, hi = self.xlim
@@ -96,7 +199,12 @@ class Panel:
 
     def line(self, xs: Sequence[float], ys: Sequence[float], colour: str = PALETTE[0], *,
              width: float = 2.0, dash: str | None = None) -> None:
-        """A polyline through (xs, ys), clipped to the panel."""
+        """A polyline through (xs, ys), clipped to the panel; a point whose y is NaN or
+        infinite is left out."""
+        self._points(xs, ys, finite=False)
+        _text("colour", colour)
+        _positive("width", width)
+        _text("dash", dash, optional=True)
         attrs = {"d": self._path(xs, ys), "fill": "none", "stroke": colour,
                  "stroke-width": _num(width), "clip-path": f"url(#{self.clip})"}
         if dash:
@@ -105,7 +213,12 @@ class Panel:
 
     def points(self, xs: Sequence[float], ys: Sequence[float], colour: str = "currentColor", *,
                radius: float = 2.0, opacity: float = 0.5) -> None:
-        """Dots at (xs, ys), drawn as one path of tiny circles."""
+        """Dots at (xs, ys), drawn as one path of tiny circles; ``opacity`` in [0, 1]."""
+        self._points(xs, ys)
+        _text("colour", colour)
+        _positive("radius", radius)
+        if _real("opacity", opacity, minimum=0.0) > 1:
+            raise ValueError(f"opacity must be in [0, 1], got {opacity}")
         r = _num(radius)
         d = "".join(f"M{_num(self.x(float(a)) - radius)},{_num(self.y(float(b)))}"
                     f"a{r},{r} 0 1,0 {_num(2 * radius)},0a{r},{r} 0 1,0 -{_num(2 * radius)},0"
@@ -117,6 +230,11 @@ class Panel:
              width: float = 6.0, base: float | None = None) -> None:
         """Vertical bars of ``width`` pixels centred at xs, from ``base`` (0, or the lower
         limit of a log axis) to each height."""
+        self._points(xs, heights, "heights")
+        _text("colour", colour)
+        _positive("width", width)
+        if base is not None:
+            self._on_axis("base", [_real("base", base)], "y")
         y0 = self.y(base if base is not None else self.ylim[0] if self.ylog else 0.0)
         d = "".join(f"M{_num(self.x(float(a)) - width / 2)},{_num(y0)}"
                     f"V{_num(self.y(float(h)))}h{_num(width)}V{_num(y0)}z"
@@ -128,6 +246,16 @@ class Panel:
         top, one square per entry, its opacity the value to one decimal (ten shades: a float32
         value that moves in its sixth digit between machines rarely changes a shade). The
         panel's limits are not used."""
+        if isinstance(matrix, str) or not isinstance(matrix, Sequence):
+            raise TypeError(f"matrix must be a sequence of rows of numbers, got "
+                            f"{type(matrix).__name__}")
+        if not matrix:
+            raise ValueError("matrix must have at least one row, got 0 rows")
+        widths = {len(_reals(f"matrix[{i}]", row)) for i, row in enumerate(matrix)}
+        if len(widths) != 1 or 0 in widths:
+            raise ValueError(f"matrix must have rows of one length > 0, got lengths "
+                             f"{sorted(widths)}")
+        _text("colour", colour)
         left, top, w, h = self.box
         rows, cols = len(matrix), len(matrix[0])
         for i, row in enumerate(matrix):
@@ -140,6 +268,10 @@ class Panel:
     def vline(self, x: float, colour: str = "currentColor", *, dash: str | None = "4 3",
               width: float = 1.0) -> None:
         """A vertical line across the panel at data x."""
+        self._on_axis("x", [_real("x", x)], "x")
+        _text("colour", colour)
+        _text("dash", dash, optional=True)
+        _positive("width", width)
         px = _num(self.x(x))
         attrs = {"d": f"M{px},{_num(self.box[1])}V{_num(self.box[1] + self.box[3])}",
                  "stroke": colour, "stroke-width": _num(width), "fill": "none"}
@@ -149,7 +281,15 @@ class Panel:
 
     def text(self, x: float, y: float, text: str, *, message: bool = False,
              anchor: str = "middle", colour: str = "currentColor", size: int = 11) -> None:
-        """Text at data (x, y); ``message`` marks words to translate (never numbers)."""
+        """Text at data (x, y); ``message`` marks words to translate (never numbers).
+        ``anchor`` is "start", "middle" or "end"."""
+        self._on_axis("x", [_real("x", x)], "x")
+        self._on_axis("y", [_real("y", y)], "y")
+        _text("text", text)
+        check_flag("message", message)
+        check_choice("anchor", anchor, ("start", "middle", "end"))
+        _text("colour", colour)
+        check_int("size", size, minimum=1)
         self.canvas.text(self.x(x), self.y(y), text, message=message, anchor=anchor,
                          colour=colour, size=size)
 
@@ -158,7 +298,20 @@ class Panel:
              xtick_labels: Sequence[str] | None = None,
              ytick_labels: Sequence[str] | None = None, frame: bool = True) -> None:
         """The frame (left and bottom axes), ticks and labels (title and axis labels are
-        messages)."""
+        messages; tick labels, one per tick, are not)."""
+        for name, value in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
+            _text(name, value)
+        for axis, ticks, labels in (("x", xticks, xtick_labels), ("y", yticks, ytick_labels)):
+            values = _reals(f"{axis}ticks", ticks)
+            self._on_axis(f"{axis}ticks", values, axis)
+            if labels is not None:
+                if isinstance(labels, str) or not isinstance(labels, Sequence):
+                    raise TypeError(f"{axis}tick_labels must be a sequence of str or None, got "
+                                    f"{type(labels).__name__}")
+                for i, label in enumerate(labels):
+                    check_instance(f"{axis}tick_labels[{i}]", label, str, "a str")
+                _same_length(f"{axis}ticks", len(values), f"{axis}tick_labels", len(labels))
+        check_flag("frame", frame)
         left, top, w, h = self.box
         c = self.canvas
         if frame:
@@ -192,6 +345,11 @@ class Canvas:
     readouts: list[tuple[str, str]] = field(default_factory=list)
     panels: int = 0
 
+    def __post_init__(self) -> None:
+        check_int("width", self.width, minimum=1)
+        check_int("height", self.height, minimum=1)
+        check_int("panels", self.panels, minimum=0)
+
     def add(self, tag: str, attrs: dict[str, str], text: str = "", message: bool = False) -> None:
         self.elements.append((tag, attrs, text, message))
 
@@ -208,17 +366,30 @@ class Canvas:
               ylim: tuple[float, float], *, xlog: bool = False, ylog: bool = False) -> Panel:
         """A panel in the pixel box (left, top, width, height) with these data limits (log
         scales where ``xlog`` or ``ylog``)."""
+        clip = f"clip{self.panels + 1}"
+        panel = Panel(self, box, xlim, ylim, xlog, clip, ylog)  # checks the arguments
         self.panels += 1
-        clip = f"clip{self.panels}"
         left, top, w, h = box
         self.add("clipPath", {"id": clip})
         self.add("rect", {"x": _num(left), "y": _num(top - 2), "width": _num(w + 2),
                           "height": _num(h + 4)})
         self.add("/clipPath", {})
-        return Panel(self, box, xlim, ylim, xlog, clip, ylog)
+        return panel
 
     def legend(self, x: float, y: float, entries: Sequence[tuple[str, str, str | None]]) -> None:
-        """Entries (colour, label, dash) stacked from pixel (x, y); labels are messages."""
+        """Entries (colour, label, dash) stacked from pixel (x, y); labels are messages, dash
+        is None for a solid line."""
+        _real("x", x)
+        _real("y", y)
+        if isinstance(entries, str) or not isinstance(entries, Sequence):
+            raise TypeError(f"entries must be a sequence of (colour, label, dash), got "
+                            f"{type(entries).__name__}")
+        for i, item in enumerate(entries):
+            if (isinstance(item, str) or not isinstance(item, Sequence) or len(item) != 3
+                    or not isinstance(item[0], str) or not isinstance(item[1], str)
+                    or not (item[2] is None or isinstance(item[2], str))):
+                raise TypeError(f"entries[{i}] must be (colour, label, dash): two str and a str "
+                                f"or None, got {item!r}")
         for i, (colour, label, dash) in enumerate(entries):
             yy = y + 15 * i
             attrs = {"d": f"M{_num(x)},{_num(yy)}h18", "stroke": colour, "stroke-width": "2"}
@@ -229,6 +400,8 @@ class Canvas:
 
     def readout(self, label: str, value: str) -> None:
         """A line under the figure: ``label: value`` (the label is a message)."""
+        _text("label", label)
+        _text("value", value)
         self.readouts.append((label, value))
 
 
@@ -249,10 +422,22 @@ class Interactive:
     def __init__(self, name: str, title: str, controls: Sequence[Control],
                  draw: Callable[[Canvas, tuple[int, ...]], None], *,
                  width: int = 680, height: int = 300) -> None:
+        _text("name", name)
+        _text("title", title)
+        if isinstance(controls, str) or not isinstance(controls, Sequence):
+            raise TypeError(f"controls must be a sequence of Control, got "
+                            f"{type(controls).__name__}")
+        for i, control in enumerate(controls):
+            check_instance(f"controls[{i}]", control, Control, "a Control")
+        if not callable(draw):
+            raise TypeError(f"draw must be a function (canvas, position), got "
+                            f"{type(draw).__name__}")
+        check_int("width", width, minimum=1)
+        check_int("height", height, minimum=1)
         if not name or not all(ch.isalnum() or ch == "-" for ch in name):
             raise ValueError(f"Interactive: name must be letters, digits and '-', got {name!r}")
         if not controls:
-            raise ValueError("Interactive: at least one control is needed")
+            raise ValueError("controls must hold at least one Control, got none")
         self.name, self.title, self.controls = name, title, list(controls)
         self.width, self.height = width, height
         self.positions = list(itertools.product(*(range(len(c.values)) for c in controls)))
@@ -293,7 +478,13 @@ class Interactive:
                        for c in self.canvases]
 
     def state(self, position: Sequence[int]) -> Canvas:
-        """The drawing at one position of the controls."""
+        """The drawing at one position of the controls: one index per control."""
+        index = check_ints("position", position, minimum=0)
+        if len(index) != len(self.controls):
+            raise ValueError(f"position must have one index per control ({len(self.controls)}), "
+                             f"got {len(index)}")
+        for i, (j, control) in enumerate(zip(index, self.controls, strict=True)):
+            check_int(f"position[{i}]", j, minimum=0, maximum=len(control.values) - 1)
         return self.canvases[self.positions.index(tuple(position))]
 
     def _svg(self, canvas: Canvas, dynamic: set[int]) -> str:
@@ -361,6 +552,9 @@ class Interactive:
         The output carries myst-nb's glue metadata (``scrapbook``), as ``myst_nb.glue`` writes
         it, so the book places the figure, numbered, where the markdown pastes it.
         """
+        _text("name", name)
+        if not name:
+            raise ValueError("name must be a non-empty str (the glue key), got ''")
         from IPython.display import display
 
         bundle = {"text/html": self._repr_html_(), "text/plain": repr(self)}

@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (register)
     entries_blocks,
     entries_ch11,
     entries_factory,
+    entries_interactive,
     entries_lm,
     entries_models,
     entries_rest,
