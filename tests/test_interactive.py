@@ -185,3 +185,77 @@ def test_numbers_of_numpy_and_torch_are_numbers() -> None:
     panel.line(torch.tensor([0.0, 1.0]), np.array([0.5, np.nan]))  # a NaN y is left out
     panel.points(range(2), [np.float64(0.25), torch.tensor(0.5)], opacity=1)
     assert canvas.elements[-2][1]["d"] == "M0,50"
+
+
+def test_a_message_keeps_its_numbers_out_of_the_words() -> None:
+    """Issue 38's review: numbers baked into a message (chapter 6's "pair 1: θ = 0.316 per
+    position") make a new message whenever a number changes, and the translation goes stale."""
+    title = interactive.Message("pair {0}: θ = {1} per position", ["1", "0.316"])
+    assert title == "pair 1: θ = 0.316 per position"  # a str: what a plain viewer shows
+    assert (title.template, title.values) == ("pair {0}: θ = {1} per position", ("1", "0.316"))
+
+    def draw(c: interactive.Canvas, at: tuple[int, ...]) -> None:
+        panel = c.panel((40, 20, 200, 100), (0, 1), (0, 10))
+        panel.axes(title=title, xlabel="x")
+        c.readout(interactive.Message("rows with largest weight > {0}", ["0.99"]), str(at[0]))
+
+    fig = interactive.Interactive("msg", "T", [interactive.Control("c", ["a", "b"])], draw)
+    markup = fig._repr_html_()
+    assert ('data-msg="pair {0}: θ = {1} per position" data-args="[&quot;1&quot;,'
+            '&quot;0.316&quot;]">pair 1: θ = 0.316 per position</text>') in markup
+    words = ["c", "T", "pair {0}: θ = {1} per position", "x", "rows with largest weight > {0}"]
+    assert fig.words() == ext.figure_messages(markup) == words
+    chinese = {"c": "丙", "T": "题", "x": "x", "pair {0}: θ = {1} per position": "第 {0} 对：每个位置 θ = {1}",
+               "rows with largest weight > {0}": "最大权重 > {0} 的行"}
+    translated, missing = ext.translate_markup(markup, chinese)
+    assert missing == []
+    assert ">第 1 对：每个位置 θ = 0.316</text>" in translated
+    assert ">最大权重 &gt; 0.99 的行</span>" in translated
+    # a translation that lost a number's place is not used: the English stays, and it is reported
+    _, missing = ext.translate_markup(markup, {**chinese, words[2]: "第 {0} 对"})
+    assert missing == [words[2]]
+    for template, values in (("pair {}", ["0"]), ("pair {0} of {2}", ["0", "1"]),
+                             ("θ = {0:.3g}", ["1"]), ("no place", ["1"]), ("pair {0", ["0"])):
+        with pytest.raises(ValueError, match="template must mark each"):
+            interactive.Message(template, values)
+    with pytest.raises(TypeError, match=r"values\[0\] must be a str"):
+        interactive.Message("θ = {0}", [0.316])  # type: ignore[list-item]
+
+
+def test_the_chapters_figures_have_no_numbers_in_their_words() -> None:
+    """Chapters 3 and 6 (issue 38's review): every message of their figures, as stored, is free
+    of numbers; a number is a Message's value. (Chapters 1, 2, 5 and 9 are listed for their
+    authors in the review's notes; "1/√d_k" is a formula, not a number.)"""
+    number = re.compile(r"(?<![\w{])\d+(?:\.\d+)?(?![\w}])")
+    for chapter in ("03_scaled_dot_product", "06_positional_encoding"):
+        notebook = json.loads((ROOT / "chapters" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+        markup = "".join("".join(output.get("data", {}).get("text/html", []))
+                         for cell in notebook["cells"] for output in cell.get("outputs", [])
+                         if "data-attn-fig" in "".join(output.get("data", {}).get("text/html", [])))
+        words = ext.figure_messages(markup)
+        assert words, chapter
+        with_numbers = [w for w in words if number.search(w.replace("1/√d_k", ""))]
+        assert with_numbers == [], chapter
+
+
+def test_a_reader_without_javascript_is_told_the_setting_shown() -> None:
+    """Issue 38's review: the static SVG shows the default state; a line says which, in the page's
+    language, and the script hides it."""
+    markup = _figure([1.0, 2.0, 3.0])._repr_html_()
+    assert ext.shown_line(markup, "en") == (
+        '<p class="attn-shown">Shown: slope = 2, shift = none. With JavaScript, the sliders '
+        "move them.</p>")
+    translated, _ = ext.translate_markup(markup, {"slope": "斜率", "shift": "平移", "none": "无",
+                                                  "one": "一"})
+    assert ext.shown_line(translated, "zh_CN") == (
+        '<p class="attn-shown">图中所示：斜率 = 2，平移 = 无。启用 JavaScript 后，可用滑块调节。</p>')
+
+    def one_slider(c: interactive.Canvas, at: tuple[int, ...]) -> None:
+        c.readout("v", str(at[0]))
+
+    single = interactive.Interactive("one", "t", [interactive.Control("h", ["0.5", "1"])],
+                                     one_slider)._repr_html_()
+    assert "Shown: h = 0.5. With JavaScript, a slider moves it." in ext.shown_line(single, "en")
+    assert set(ext.SHOWN) == set(ext._SEPARATOR) == {"en", "zh_CN"}  # the book's two editions
+    script = (ROOT / "_ext" / "static" / "attn-interactive.js").read_text(encoding="utf-8")
+    assert 'root.querySelector(".attn-shown")' in script and "shownLine.hidden = true" in script

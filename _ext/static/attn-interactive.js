@@ -2,7 +2,8 @@
  * Each .attn-fig holds an SVG of its default state, hidden sliders, and a JSON table with one
  * row per state (every combination of slider positions, first slider slowest) of the values
  * that change: keys[i] = [element, attribute or "#text"]. Moving a slider copies its state's row
- * into the SVG and the readouts. Served once from _static, on pages that have such a figure. */
+ * into the SVG and the readouts; the line that tells a reader without JavaScript which setting
+ * is shown (.attn-shown) is hidden. Served once from _static, on pages that have such a figure. */
 (function () {
   "use strict";
   function setup(root) {
@@ -35,6 +36,8 @@
     }
     inputs.forEach(function (input) { input.addEventListener("input", update); });
     root.querySelector(".attn-controls").hidden = false;
+    var shownLine = root.querySelector(".attn-shown");  // for readers without JavaScript
+    if (shownLine) { shownLine.hidden = true; }
     update();
   }
   function init() { document.querySelectorAll(".attn-fig").forEach(setup); }

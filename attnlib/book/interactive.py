@@ -17,7 +17,9 @@ Text that a reader reads as words (titles, axis labels, legend entries, control 
 labels) is marked ``data-msg``; the same markdown cell lists those words in a ``{container}`` of
 class ``attn-words``, so they are messages of the chapter's catalogue, and the book's
 ``_ext/interactive.py`` writes each word in the page's language into the figure. Numbers are
-never messages.
+never messages: words around a number are a :class:`Message`, whose template (the catalogue's
+message) holds ``{0}``, ``{1}``, ... where the numbers go, so that a new number does not make
+a new message (nor leave the translation stale).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import json
 import math
 import numbers
 import re
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -100,6 +103,54 @@ def _num(value: float) -> str:
     text = f"{value:.1f}"
     text = text[:-2] if text.endswith(".0") else text
     return "0" if text == "-0" else text
+
+
+class Message(str):
+    """Words with numbers put in: ``Message("pair {0}: θ = {1} per position", ["0", "1"])`` is
+    the str "pair 0: θ = 1 per position" that remembers its template and values.
+
+    Wherever a figure takes words (a title, an axis label, a legend entry, a readout's label, a
+    text marked ``message``) it may take a Message: the HTML then carries the template as the
+    message (``data-msg="..."``) and the values (``data-args``), and the book translates the
+    template and puts the values back in. The template marks each value's place as ``{0}``,
+    ``{1}``, ... (each used, no other braces); the values are str, numbers already formatted.
+    """
+
+    template: str
+    values: tuple[str, ...]
+
+    def __new__(cls, template: str, values: Sequence[str]) -> Message:
+        _text("template", template)
+        if isinstance(values, str) or not isinstance(values, Sequence):
+            raise TypeError(f"values must be a sequence of str, got {type(values).__name__}")
+        for i, value in enumerate(values):
+            check_instance(f"values[{i}]", value, str, "a str")
+        try:
+            fields = [name for _, name, spec, conv in string.Formatter().parse(template)
+                      if name is not None and not spec and not conv]
+            every = [name for _, name, _, _ in string.Formatter().parse(template)
+                     if name is not None]
+        except ValueError as error:
+            raise ValueError(f"template must mark each value as {{0}}, {{1}}, ...: {error}, got "
+                             f"{template!r}") from None
+        wanted = {str(i) for i in range(len(values))}
+        if fields != every or set(fields) != wanted:
+            raise ValueError(f"template must mark each of the {len(values)} values once or more as "
+                             f"{{0}}, {{1}}, ... (no other braces, no format spec), got "
+                             f"{template!r}")
+        message = super().__new__(cls, template.format(*values))
+        message.template, message.values = template, tuple(values)
+        return message
+
+
+def _msg(text: str) -> str:
+    """The attributes that mark ``text`` as a message: ``data-msg``, with the template and the
+    values of a :class:`Message`."""
+    if isinstance(text, Message):
+        args = json.dumps(list(text.values), ensure_ascii=False, separators=(",", ":"))
+        return (f' data-msg="{html.escape(text.template)}"'
+                f' data-args="{html.escape(args)}"')
+    return " data-msg"
 
 
 @dataclass(frozen=True)
@@ -492,12 +543,12 @@ class Interactive:
                               "viewBox": f"0 0 {self.width} {self.height}",
                               "width": str(self.width), "height": str(self.height),
                               "role": "img", "class": "attn-svg"})]
-        parts.append("<title data-msg>" + html.escape(self.title) + "</title>")
+        parts.append(f"<title{_msg(self.title)}>" + html.escape(self.title) + "</title>")
         for i, (tag, attrs, text, message) in enumerate(canvas.elements):
             if tag.startswith("/"):
                 parts.append(f"<{tag}>")
                 continue
-            extra = (f' data-e="{i}"' if i in dynamic else "") + (" data-msg" if message else "")
+            extra = (f' data-e="{i}"' if i in dynamic else "") + (_msg(text) if message else "")
             if tag == "clipPath":
                 parts.append(_tag(tag, attrs, extra))
             elif tag == "text":
@@ -516,7 +567,7 @@ class Interactive:
         for c in self.controls:
             value = html.escape(c.values[c.default])
             msg = " data-msg" if c.translate_values else ""
-            out.append('<div class="attn-c"><label><span class="attn-cl" data-msg>'
+            out.append(f'<div class="attn-c"><label><span class="attn-cl"{_msg(c.label)}>'
                        f'{html.escape(c.label)}</span> <input type="range" min="0" '
                        f'max="{len(c.values) - 1}" step="1" value="{c.default}" '
                        f'aria-valuetext="{value}"></label> <output>{value}</output>')
@@ -529,7 +580,7 @@ class Interactive:
         readout_keys = {i for i, _ in self.keys if i < 0}
         for j, (label, value) in enumerate(canvas.readouts):
             e = f' data-e="r{j}"' if -1 - j in readout_keys else ""
-            out.append(f'<div class="attn-r"><span data-msg>{html.escape(label)}</span>: '
+            out.append(f'<div class="attn-r"><span{_msg(label)}>{html.escape(label)}</span>: '
                        f'<span class="attn-rv"{e}>{html.escape(value)}</span></div>')
         out.append("</div>")
         table = {"keys": [[str(i) if i >= 0 else f"r{-1 - i}", attr] for i, attr in self.keys],
@@ -539,11 +590,14 @@ class Interactive:
         return "\n".join(out)
 
     def words(self) -> list[str]:
-        """The figure's words (``data-msg`` texts), each once, in the order of the HTML."""
+        """The figure's words (``data-msg`` texts; a :class:`Message`'s template), each once,
+        in the order of the HTML."""
         seen: dict[str, None] = {}
-        for match in re.finditer(r"<(\w+)\b[^>]*\sdata-msg\b[^>]*>([^<]*)</\1>",
+        for match in re.finditer(r"<(\w+)\b([^>]*)\sdata-msg\b([^>]*)>([^<]*)</\1>",
                                  self._repr_html_()):
-            seen.setdefault(html.unescape(match.group(2)), None)
+            template = re.match(r'="([^"]*)"', match.group(3))
+            seen.setdefault(html.unescape(template.group(1) if template else match.group(4)),
+                            None)
         return list(seen)
 
     def glue(self, name: str) -> None:

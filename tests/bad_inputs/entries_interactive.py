@@ -200,3 +200,14 @@ def _() -> Call:
 def _() -> Call:
     return Call(_figure().glue, {"name": Text("fig-live")},
                 bad=[Bad("empty-name", {"name": ""})])
+
+
+@entry("Message")
+def _() -> Call:
+    return Call(api("Message"), {"template": Text("pair {0}: θ = {1} per position"),
+                                 "values": Seq(["0", "0.316"])},
+                bad=[Bad("a-value-without-a-place", {"template": "pair {0}"},
+                         names=("template",)),
+                     Bad("a-format-spec", {"template": "pair {0}: θ = {1:.3g}"},
+                         names=("template",)),
+                     Bad("a-number-value", {"values": ["0", 0.316]}, names=("values[1]",))])

@@ -11,6 +11,14 @@ every part of the figure that changes (paths, bars, labels, readouts) must hold 
 cell computed for that state, and the figure must differ from the previous position. A
 screenshot of the figure is saved at every position, under ``_build/screenshots/interactive/``.
 
+Every text the figure displays at the positions checked (title, axis and tick labels, legend,
+notes, control names and values, readouts) is collected; on the Chinese pages each one that holds
+English words (not a name, unit or symbol of :data:`NOT_WORDS`) must hold Chinese, and the test
+lists those that do not. The line that tells a reader without JavaScript which setting is shown
+(``.attn-shown``) is hidden once the script runs; without JavaScript (the built HTML as served,
+and one page per edition opened with JavaScript off) it is visible, names every control with
+its default value, and is in the page's language.
+
 Chromium, its flags and the skip/fail rules come from test_rendered_book.py.
 """
 
@@ -40,6 +48,16 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = SCREENSHOTS / "interactive"
 _DATA = re.compile(r'<script type="application/json" class="attn-data">(.*?)</script>', re.S)
 _CJK = re.compile(r"[\u3400-\u9fff]")
+#: What stays in Latin letters in the Chinese edition: names (models, number formats, GPUs,
+#: JavaScript), units and symbols. Any other run of two or more Latin letters is an English word.
+NOT_WORDS = re.compile(r"\b(?:JavaScript|Llama|Mistral|v\d[\d.]*|b?float\d+|FP8|H\d00|SXM|log|"
+                       r"ms|[KMGT]B|d_k|R_[mn])\b")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def english_words(text: str) -> list[str]:
+    """The English words in ``text``: runs of two or more Latin letters not in NOT_WORDS."""
+    return _WORD.findall(NOT_WORDS.sub(" ", text))
 
 
 @dataclass
@@ -85,6 +103,8 @@ def _figures() -> list[Figure]:
 
 
 FIGURES = _figures()
+#: The page opened with JavaScript off, in each edition: the figure with the most sliders.
+NO_JAVASCRIPT = max(FIGURES, key=lambda f: len(f.values))
 EDITIONS = {"en": "", "zh": "zh/"}
 
 # The figure as the reader sees it: controls, their shown values, and every changing part.
@@ -101,6 +121,15 @@ READ = """([name, keys]) => {
     title: (root.querySelector('svg title') || {}).textContent || '',
     readoutLabels: Array.from(root.querySelectorAll('.attn-r > span[data-msg]')).map(e => e.textContent),
     data: root.querySelector('script.attn-data').textContent,
+    // every text the reader sees: SVG texts, control names and values (each position's), readouts
+    texts: Array.from(root.querySelectorAll('svg title, svg text, .attn-cl, .attn-c output, ' +
+                                            '.attn-vl, .attn-r > span'))
+      .map(e => e.textContent).filter(t => t.trim() !== ''),
+    shownLine: (() => {
+      const line = root.querySelector('.attn-shown');
+      return line ? {hidden: line.hidden || line.getBoundingClientRect().height === 0,
+                     text: line.textContent} : null;
+    })(),
   };
   out.parts = keys.map(([element, attribute]) => {
     const el = root.querySelector(`[data-e="${element}"]`);
@@ -118,6 +147,8 @@ class Seen:
     shots: list[str] = field(default_factory=list)
     requests: int = 0  # requests the page made (all to 127.0.0.1 unless counted in foreign)
     foreign: list[str] = field(default_factory=list)  # requests that tried to leave the machine
+    texts: dict[str, None] = field(default_factory=dict)  # every text shown, in order, once
+    static_line: str = ""  # the line a reader without JavaScript sees above the figure
 
 
 async def _check_figure(page: Any, figure: Figure, edition: str, seen: Seen) -> None:
@@ -131,6 +162,10 @@ async def _check_figure(page: Any, figure: Figure, edition: str, seen: Seen) -> 
         seen.problems.append("the controls are hidden: the script did not run")
     if json.loads(info["data"]) != figure.table:
         seen.problems.append("the page's table of states differs from the notebook's")
+    if info["shownLine"] is None or not info["shownLine"]["hidden"]:
+        seen.problems.append(f"the line for readers without JavaScript is not hidden: "
+                             f"{info['shownLine']}")
+    seen.texts.update(dict.fromkeys(info["texts"]))
     if edition == "zh":
         for text in info["labels"] + [info["title"]] + info["readoutLabels"]:
             if not _CJK.search(text):
@@ -171,6 +206,7 @@ async def _check_figure(page: Any, figure: Figure, edition: str, seen: Seen) -> 
             if info["parts"] == previous and position != figure.defaults[c]:
                 seen.problems.append(f"{where}: the figure did not change")
             previous = info["parts"]
+            seen.texts.update(dict.fromkeys(info["texts"]))
             seen.positions += 1
             OUT.mkdir(parents=True, exist_ok=True)
             shot = OUT / f"{edition}-{figure.name}-c{c}-{position}.png"
@@ -211,6 +247,46 @@ async def _visit(context: Any, base_url: str, edition: str, chapter: str,
         seen[edition, figure.name].foreign = list(foreign)
 
 
+# Without JavaScript: the line above the figure, and the controls it replaces.
+READ_STATIC = """() => Array.from(document.querySelectorAll('.attn-fig')).map(root => {
+  const line = root.querySelector('.attn-shown');
+  return {name: root.getAttribute('data-attn-fig'),
+          line: line ? line.textContent : null,
+          visible: !!line && !line.hidden && line.getBoundingClientRect().height > 0,
+          controls: root.querySelector('.attn-controls').getBoundingClientRect().height};
+})"""
+
+
+async def _visit_without_javascript(context: Any, base_url: str, edition: str, chapter: str,
+                                    seen: dict[tuple[str, str], Seen]) -> None:
+    page = await context.new_page()
+    foreign: list[str] = []
+
+    async def route(route: Any) -> None:  # the network is blocked here too
+        from urllib.parse import urlsplit
+
+        if urlsplit(route.request.url).hostname == HOST or route.request.url.startswith("data:"):
+            await route.continue_()
+        else:
+            foreign.append(route.request.url)
+            await route.abort()
+
+    await page.route("**/*", route)
+    try:
+        await page.goto(f"{base_url}{EDITIONS[edition]}chapters/{chapter}.html",
+                        wait_until="load")
+        for figure in await page.evaluate(READ_STATIC):
+            where = seen[edition, figure["name"]]
+            if not figure["visible"] or figure["controls"] > 0:
+                where.problems.append(f"without JavaScript: the line {figure['line']!r} is not "
+                                      f"shown, or the sliders are ({figure['controls']} px)")
+            where.static_line = figure["line"] or ""
+            where.problems += [f"without JavaScript: request left the page: {url}"
+                               for url in foreign]
+    finally:
+        await page.close()
+
+
 async def _visit_all(base_url: str) -> dict[tuple[str, str], Seen]:
     from playwright.async_api import async_playwright
 
@@ -223,8 +299,18 @@ async def _visit_all(base_url: str) -> dict[tuple[str, str], Seen]:
                 viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT})
             context.set_default_timeout(PAGE_TIMEOUT_MS)
             chapters = sorted({f.chapter for f in FIGURES})
+            # JavaScript off: one page per edition, the figure with the most sliders (the line
+            # of every figure is checked in the built HTML by
+            # test_without_javascript_a_line_names_the_setting_shown)
+            plain = await browser.new_context(
+                viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT},
+                java_script_enabled=False)
+            plain.set_default_timeout(PAGE_TIMEOUT_MS)
             await asyncio.gather(*(_visit(context, base_url, edition, chapter, seen)
-                                   for edition in EDITIONS for chapter in chapters))
+                                   for edition in EDITIONS for chapter in chapters),
+                                 *(_visit_without_javascript(plain, base_url, edition,
+                                                             NO_JAVASCRIPT.chapter, seen)
+                                   for edition in EDITIONS))
         finally:
             await browser.close()
     return seen
@@ -267,3 +353,56 @@ def test_figure_moves_as_the_cell_computed(edition: str, name: str,
           f"checked against {len(figure.table['states'])} states; {result.requests} requests, "
           f"{len(result.foreign)} left the page; screenshots {result.shots[0]} ... "
           f"({len(result.shots)})")
+
+
+@pytest.mark.parametrize(("edition", "name"),
+                         [(e, f.name) for e in EDITIONS for f in FIGURES],
+                         ids=[f"{e}-{f.name}" for e in EDITIONS for f in FIGURES])
+def test_without_javascript_a_line_names_the_setting_shown(
+        edition: str, name: str, seen: dict[tuple[str, str], Seen]) -> None:
+    """The static SVG is the default state: the line above it says which, in the page's language
+    (the controls' names and values as the page's figure writes them)."""
+    figure = next(f for f in FIGURES if f.name == name)
+    page = (SITE / EDITIONS[edition] / "chapters" / f"{figure.chapter}.html").read_text(
+        encoding="utf-8")
+    start = page.index(f'data-attn-fig="{name}"')
+    markup = page[start:page.index("</script></div>", start)]
+    line = re.search(r'<p class="attn-shown">([^<]*)</p>\s*<div class="attn-controls" hidden>',
+                     markup)
+    assert line is not None, f"{edition} {name}: no line before the hidden controls"
+    text = html.unescape(line.group(1))
+    if figure.chapter == NO_JAVASCRIPT.chapter:  # opened in Chromium with JavaScript off
+        assert text == seen[edition, name].static_line, (
+            f"without JavaScript the page shows {seen[edition, name].static_line!r}")
+    controls = re.findall(r'<div class="attn-c">(.*?)</div>', markup, re.S)
+    for control, default in zip(controls, figure.defaults, strict=True):
+        label = html.unescape(re.search(r'class="attn-cl"[^>]*>([^<]*)<', control).group(1))  # type: ignore[union-attr]
+        value = html.unescape(re.findall(r'class="attn-vl"[^>]*>([^<]*)<', control)[default])
+        assert f"{label} = {value}" in text, f"{edition} {name}: {text!r} lacks {label} = {value}"
+    if edition == "zh":
+        assert _CJK.search(text) and not english_words(text), f"{name}: {text!r}"
+    else:
+        assert text.startswith("Shown: ") and "With JavaScript" in text, text
+    print(f"{edition} {name}: {text}")
+
+
+@pytest.mark.parametrize("name", [f.name for f in FIGURES])
+def test_every_text_of_a_chinese_figure_is_chinese(
+        name: str, seen: dict[tuple[str, str], Seen]) -> None:
+    """Every text the figure displayed at the positions checked (title, axis and tick labels,
+    legend, notes, control names and values, readouts) that holds English words holds Chinese on
+    the Chinese page: the untranslated ones are listed."""
+    texts = list(seen["zh", name].texts)
+    assert texts, f"{name}: no text seen on the Chinese page"
+    untranslated = [t for t in texts if english_words(t) and not _CJK.search(t)]
+    # what the script copies into the figure as it is, untranslated, must hold no words
+    figure = next(f for f in FIGURES if f.name == name)
+    untranslated += sorted({value for row in figure.table["states"]
+                            for (_, attribute), value in zip(figure.table["keys"], row,
+                                                             strict=True)
+                            if attribute == "#text" and english_words(value)})
+    assert not untranslated, f"zh {name}: {len(untranslated)} of {len(texts)} texts untranslated: " \
+        + "; ".join(map(repr, untranslated))
+    english = list(seen["en", name].texts)
+    print(f"zh {name}: {len(texts)} texts, none untranslated; English page: {len(english)} texts, "
+          f"{sum(bool(english_words(t)) for t in english)} with words")
