@@ -9,7 +9,8 @@ moved with the keyboard alone (Home, End, then back to where it started with the
 At every position the value shown beside the slider must be the cell's value for that position,
 every part of the figure that changes (paths, bars, labels, readouts) must hold exactly what the
 cell computed for that state, and the figure must differ from the previous position. A
-screenshot of the figure is saved at every position, under ``_build/screenshots/interactive/``.
+screenshot of the figure is saved at every position, under ``_build/screenshots/interactive/``
+(and one of the page opened with JavaScript off, ``*-no-javascript.png``).
 
 Every text the figure displays at the positions checked (title, axis and tick labels, legend,
 notes, control names and values, readouts) is collected; on the Chinese pages each one that holds
@@ -283,6 +284,11 @@ async def _visit_without_javascript(context: Any, base_url: str, edition: str, c
             where.static_line = figure["line"] or ""
             where.problems += [f"without JavaScript: request left the page: {url}"
                                for url in foreign]
+            OUT.mkdir(parents=True, exist_ok=True)
+            shot = OUT / f"{edition}-{figure['name']}-no-javascript.png"
+            await page.locator(f'.attn-fig[data-attn-fig="{figure["name"]}"]').screenshot(
+                path=str(shot))
+            where.shots.append(str(shot.relative_to(ROOT)))
     finally:
         await page.close()
 
