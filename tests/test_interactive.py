@@ -259,3 +259,23 @@ def test_a_reader_without_javascript_is_told_the_setting_shown() -> None:
     assert set(ext.SHOWN) == set(ext._SEPARATOR) == {"en", "zh_CN"}  # the book's two editions
     script = (ROOT / "_ext" / "static" / "attn-interactive.js").read_text(encoding="utf-8")
     assert 'root.querySelector(".attn-shown")' in script and "shownLine.hidden = true" in script
+
+
+def test_chapter_3_axis_says_how_the_keys_are_ordered() -> None:
+    """Issue 38's review: chapter 3's left panel labelled its x axis "key", but it draws one
+    query's weights sorted, largest first: the label says so, and in every stored state the bars
+    do fall from left to right."""
+    notebook = json.loads((ROOT / "chapters" / "03_scaled_dot_product.ipynb").read_text(
+        encoding="utf-8"))
+    markup = next("".join(output["data"]["text/html"]) for cell in notebook["cells"]
+                  for output in cell.get("outputs", [])
+                  if 'data-attn-fig="saturation"' in "".join(output.get("data", {}).get(
+                      "text/html", [])))
+    assert "keys, largest weight first" in ext.figure_messages(markup)
+    table = _data(markup)
+    bars = [k for k, (element, attr) in enumerate(table["keys"]) if attr == "d"
+            and all("h3V" in row[k] for row in table["states"])]  # the 3-pixel bars: the left panel
+    assert len(bars) == 1, bars
+    for row in table["states"]:
+        tops = [float(y) for y in re.findall(r"V([-\d.]+)h3V", row[bars[0]])]
+        assert len(tops) == 64 and tops == sorted(tops), tops  # pixel y grows as weight falls
