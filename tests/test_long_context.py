@@ -93,6 +93,20 @@ def test_workers_give_the_same_numbers() -> None:
     assert [r.train_loss for r in one] == [r.train_loss for r in two]
 
 
+def test_a_pool_of_spawned_workers_gives_the_same_numbers() -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    one = lc.context_study(TINY, [0], workers=1)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pooled = lc.context_study(TINY, [0], pool=pool)
+        again = lc.context_study(TINY, [0], pool=pool)  # the same workers, reused
+    assert [(r.seed, r.positions) for r in pooled] == [(0, "rope"), (0, "alibi")]
+    for runs in (pooled, again):
+        assert [r.accuracy for r in runs] == [r.accuracy for r in one]
+        assert [r.train_loss for r in runs] == [r.train_loss for r in one]
+
+
 def test_echo_model_trains_as_train_lm_on_echo_text_on_one_thread() -> None:
     from attnlib.experiments.lm_tasks import echo_targets, echo_text
     from attnlib.models.decoder_lm import train_lm

@@ -25,7 +25,7 @@ import copy
 import multiprocessing
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -313,14 +313,17 @@ def _run_job(job: tuple[ContextSetup, int, str]) -> ContextRun:
 
 
 def context_study(setup: ContextSetup, seeds: Sequence[int], *,
-                  workers: int | None = None) -> list[ContextRun]:
+                  workers: int | None = None, pool: Executor | None = None) -> list[ContextRun]:
     """:func:`context_run` for every seed, RoPE and ALiBi: RoPE runs first, in seed order.
 
     ``workers`` processes (``None``: the CPU cores this process may use; 1: none, here) share
-    the runs; the results are the same for any number.
+    the runs; the results are the same for any number. ``pool``, an executor of worker
+    processes that import this module (started with ``spawn``), runs them instead, so that a
+    notebook starts its workers once for all its training (``workers`` is then not used).
 
     Raises:
-        TypeError: if ``setup`` is not a ContextSetup, or ``seeds`` not a sequence of ints.
+        TypeError: if ``setup`` is not a ContextSetup, ``seeds`` not a sequence of ints, or
+            ``pool`` not an Executor.
         ValueError: if ``seeds`` is empty, a seed < 0, or ``workers`` < 1.
     """
     check_instance("setup", setup, ContextSetup, "a ContextSetup")
@@ -329,6 +332,9 @@ def context_study(setup: ContextSetup, seeds: Sequence[int], *,
         raise ValueError("seeds must hold at least one seed, got none")
     jobs = [(setup, check_int("seed", s, minimum=0), positions)
             for positions in ("rope", "alibi") for s in seeds]
+    if pool is not None:
+        check_instance("pool", pool, Executor, "a concurrent.futures.Executor")
+        return list(pool.map(_run_job, jobs))
     if workers is None:
         affinity = getattr(os, "sched_getaffinity", None)
         workers = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)

@@ -520,7 +520,8 @@ def _() -> Call:
 @entry("context_study")
 def _() -> Call:
     return Call(api("context_study"), {"setup": Obj(_setup()), "seeds": Seq([0], "int", 0),
-                                       "workers": Count(1, optional=True)})
+                                       "workers": Count(1, optional=True),
+                                       "pool": Obj(None, optional=True)})
 
 
 @entry("echo_accuracy")
