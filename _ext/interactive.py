@@ -15,8 +15,8 @@ The chapter pastes it with ``{glue:figure}`` and lists its words, one list item 
    template (``data-msg="... {0} ..."``), then its values (``data-args``) are put back in.
 3. **A reader without JavaScript is told which setting the figure shows.** Before the
    controls the page gets a line, in its language, naming each control and its default value
-   (the words as translated in 2), e.g. "Shown: bandwidth h = 0.7. With JavaScript, a slider
-   moves it." The script hides it when it shows the sliders. Its sentence is :data:`SHOWN`'s.
+   (the words as translated in 2), e.g. chapter 2's "Shown: temperature τ = 1. With JavaScript,
+   a slider moves it." The script hides it when it shows the sliders. Its sentence is :data:`SHOWN`'s.
 4. **The script is served once, and only where it is used.** ``_ext/static/attn-interactive.js``
    and ``.css`` are copied to the site's ``_static/`` and linked from the pages that hold such a
    figure, and from no other page (Jupyter Book links every file of the book's own ``_static/``

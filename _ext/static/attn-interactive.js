@@ -2,8 +2,9 @@
  * Each .attn-fig holds an SVG of its default state, hidden sliders, and a JSON table with one
  * row per state (every combination of slider positions, first slider slowest) of the values
  * that change: keys[i] = [element, attribute or "#text"]. Moving a slider copies its state's row
- * into the SVG and the readouts; the line that tells a reader without JavaScript which setting
- * is shown (.attn-shown) is hidden. Served once from _static, on pages that have such a figure. */
+ * into the SVG and the readouts (announced to screen readers: aria-live); the line that tells a
+ * reader without JavaScript which setting is shown (.attn-shown) is hidden; each slider's value
+ * is as wide as its longest. Served once from _static, on pages that have such a figure. */
 (function () {
   "use strict";
   function setup(root) {
@@ -38,6 +39,19 @@
     root.querySelector(".attn-controls").hidden = false;
     var shownLine = root.querySelector(".attn-shown");  // for readers without JavaScript
     if (shownLine) { shownLine.hidden = true; }
+    // A screen reader announces the readouts when a slider changes them.
+    var readouts = root.querySelector(".attn-readouts");
+    if (readouts) { readouts.setAttribute("aria-live", "polite"); }
+    // Each value beside a slider gets the width of its longest value, so that the next
+    // control does not move sideways while a slider is dragged.
+    outputs.forEach(function (output, c) {
+      var widest = 0;
+      values[c].forEach(function (v) {
+        output.textContent = v;
+        widest = Math.max(widest, output.getBoundingClientRect().width);
+      });
+      output.style.minWidth = Math.ceil(widest) + "px";
+    });
     update();
   }
   function init() { document.querySelectorAll(".attn-fig").forEach(setup); }

@@ -214,7 +214,8 @@ class Panel:
 
     def points(self, xs: Sequence[float], ys: Sequence[float], colour: str = "currentColor", *,
                radius: float = 2.0, opacity: float = 0.5) -> None:
-        """Dots at (xs, ys), drawn as one path of tiny circles; ``opacity`` in [0, 1]."""
+        """Dots at (xs, ys), drawn as one path of tiny circles; ``opacity`` in [0, 1]. Not
+        clipped to the panel: a dot at the first or last position of an axis is drawn whole."""
         self._points(xs, ys)
         _text("colour", colour)
         _positive("radius", radius)
@@ -224,8 +225,7 @@ class Panel:
         d = "".join(f"M{_num(self.x(float(a)) - radius)},{_num(self.y(float(b)))}"
                     f"a{r},{r} 0 1,0 {_num(2 * radius)},0a{r},{r} 0 1,0 -{_num(2 * radius)},0"
                     for a, b in zip(xs, ys, strict=True))
-        self.canvas.add("path", {"d": d, "fill": colour, "fill-opacity": f"{opacity:g}",
-                                 "clip-path": f"url(#{self.clip})"})
+        self.canvas.add("path", {"d": d, "fill": colour, "fill-opacity": f"{opacity:g}"})
 
     def bars(self, xs: Sequence[float], heights: Sequence[float], colour: str = PALETTE[0], *,
              width: float = 6.0, base: float | None = None) -> None:
@@ -338,18 +338,23 @@ class Panel:
 
 @dataclass
 class Canvas:
-    """One state's drawing: SVG elements in order, and the readouts under the figure."""
+    """One state's drawing: SVG elements in order, and the readouts under the figure.
+
+    ``prefix`` starts the id of each panel's clip path (an :class:`Interactive` passes its name),
+    so that two figures on one page, or in one JupyterLab window, never share an id."""
 
     width: int
     height: int
     elements: list[_Element] = field(default_factory=list)
     readouts: list[tuple[str, str]] = field(default_factory=list)
     panels: int = 0
+    prefix: str = ""
 
     def __post_init__(self) -> None:
         check_int("width", self.width, minimum=1)
         check_int("height", self.height, minimum=1)
         check_int("panels", self.panels, minimum=0)
+        _text("prefix", self.prefix)
 
     def add(self, tag: str, attrs: dict[str, str], text: str = "", message: bool = False) -> None:
         self.elements.append((tag, attrs, text, message))
@@ -367,7 +372,7 @@ class Canvas:
               ylim: tuple[float, float], *, xlog: bool = False, ylog: bool = False) -> Panel:
         """A panel in the pixel box (left, top, width, height) with these data limits (log
         scales where ``xlog`` or ``ylog``)."""
-        clip = f"clip{self.panels + 1}"
+        clip = f"{self.prefix}clip{self.panels + 1}"
         panel = Panel(self, box, xlim, ylim, xlog, clip, ylog)  # checks the arguments
         self.panels += 1
         left, top, w, h = box
@@ -445,7 +450,7 @@ class Interactive:
         self.default = tuple(c.default for c in controls)
         self.canvases = []
         for position in self.positions:
-            canvas = Canvas(width, height)
+            canvas = Canvas(width, height, prefix=f"{name}-")
             draw(canvas, position)
             self.canvases.append(canvas)
         self._diff()

@@ -60,7 +60,7 @@ def _() -> Call:
 @entry("Canvas")
 def _() -> Call:
     return Call(api("Canvas"), {"width": Count(200), "height": Count(150),
-                                "panels": Count(0, minimum=0)})
+                                "panels": Count(0, minimum=0), "prefix": Text("fig-")})
 
 
 @entry("Panel")

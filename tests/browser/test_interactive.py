@@ -18,7 +18,10 @@ English words (not a name, unit or symbol of :data:`NOT_WORDS`) must hold Chines
 lists those that do not. The line that tells a reader without JavaScript which setting is shown
 (``.attn-shown``) is hidden once the script runs; without JavaScript (the built HTML as served,
 and one page per edition opened with JavaScript off) it is visible, names every control with
-its default value, and is in the page's language.
+its default value, and is in the page's language. At every position checked the value beside
+each slider is the page's own (its translation on a Chinese page), the script's state is the
+cell's, no slider has moved sideways, and the readouts are announced (``aria-live``); on a phone
+(390 px, one page per edition) the SVG keeps its drawn size and scrolls sideways.
 
 Chromium, its flags and the skip/fail rules come from test_rendered_book.py.
 """
@@ -119,6 +122,15 @@ READ = """([name, keys]) => {
     shown: Array.from(root.querySelectorAll('.attn-c output')).map(e => e.textContent),
     valuetext: Array.from(root.querySelectorAll('.attn-c input')).map(e => e.getAttribute('aria-valuetext')),
     positions: Array.from(root.querySelectorAll('.attn-c input')).map(e => Number(e.value)),
+    // the values each slider shows, as this page writes them (translated where they are words)
+    pageValues: Array.from(root.querySelectorAll('.attn-c')).map(c =>
+      Array.from(c.querySelectorAll('.attn-vl')).map(e => e.textContent)),
+    // where each slider starts on the page: it must not move while another slider moves
+    lefts: Array.from(root.querySelectorAll('.attn-c input')).map(
+      e => Math.round(e.getBoundingClientRect().left)),
+    live: (root.querySelector('.attn-readouts') || {getAttribute: () => null})
+      .getAttribute('aria-live'),
+    state: root.getAttribute('data-state'),
     title: (root.querySelector('svg title') || {}).textContent || '',
     readoutLabels: Array.from(root.querySelectorAll('.attn-r > span[data-msg]')).map(e => e.textContent),
     data: root.querySelector('script.attn-data').textContent,
@@ -173,7 +185,23 @@ async def _check_figure(page: Any, figure: Figure, edition: str, seen: Seen) -> 
                 seen.problems.append(f"not in Chinese: {text!r}")
     elif info["labels"] != figure.labels:
         seen.problems.append(f"control names {info['labels']} != {figure.labels}")
+    if info["live"] != "polite":
+        seen.problems.append(f"the readouts are not announced (aria-live {info['live']!r})")
+    if len(info["pageValues"]) != len(figure.values) or any(
+            len(page) != len(cell) for page, cell in zip(info["pageValues"], figure.values,
+                                                         strict=False)):
+        seen.problems.append(f"the page's slider values {info['pageValues']} do not match the "
+                             f"cell's {figure.values}")
+        return
+    for c, (page_values, cell_values) in enumerate(zip(info["pageValues"], figure.values,
+                                                       strict=True)):
+        if edition == "en" and page_values != cell_values:
+            seen.problems.append(f"slider {c}: values {page_values} != {cell_values}")
+        if edition == "zh" and any(english_words(v) and not _CJK.search(v)
+                                   for v in page_values):
+            seen.problems.append(f"slider {c}: values not in Chinese: {page_values}")
     positions = list(figure.defaults)
+    lefts = info["lefts"]
     previous = info["parts"]
     inputs = root.locator(".attn-c input")
     for c, values in enumerate(figure.values):
@@ -193,10 +221,19 @@ async def _check_figure(page: Any, figure: Figure, edition: str, seen: Seen) -> 
             if info["positions"] != positions:
                 seen.problems.append(f"{where}: sliders at {info['positions']}, expected {positions}")
                 continue
-            if info["shown"][c] != values[position] or info["valuetext"][c] != values[position]:
-                if not (edition == "zh" and info["shown"][c] == info["valuetext"][c]
-                        and _CJK.search(info["shown"][c])):
-                    seen.problems.append(f"{where}: shows {info['shown'][c]!r}")
+            # the page's own value at this position (English, or its translation on a Chinese
+            # page); on the English page it is the cell's value
+            own = info["pageValues"][c][position]
+            if info["shown"][c] != own or info["valuetext"][c] != own \
+                    or (edition == "en" and own != values[position]):
+                seen.problems.append(f"{where}: shows {info['shown'][c]!r} (aria-valuetext "
+                                     f"{info['valuetext'][c]!r}), the page's value is {own!r}")
+            if info["state"] != str(figure.index(positions)):
+                seen.problems.append(f"{where}: the script shows state {info['state']}, the "
+                                     f"cell's table orders it at {figure.index(positions)}")
+            if info["lefts"] != lefts:
+                seen.problems.append(f"{where}: the sliders moved sideways, from {lefts} px to "
+                                     f"{info['lefts']}")
             state = figure.table["states"][figure.index(positions)]
             wrong = [i for i, (got, want) in enumerate(zip(info["parts"], state, strict=True))
                      if got != want]
@@ -293,6 +330,39 @@ async def _visit_without_javascript(context: Any, base_url: str, edition: str, c
         await page.close()
 
 
+PHONE_WIDTH = 390  # CSS px, a phone held upright
+
+# On a phone: the SVG keeps its drawn size (its 10-px labels stay 10 px) and scrolls sideways.
+READ_PHONE = """() => Array.from(document.querySelectorAll('.attn-fig')).map(root => {
+  const svg = root.querySelector('svg.attn-svg');
+  return {name: root.getAttribute('data-attn-fig'), drawn: Number(svg.getAttribute('width')),
+          shown: svg.getBoundingClientRect().width,
+          scrolls: root.scrollWidth > root.clientWidth};
+})"""
+
+
+async def _visit_phone(context: Any, base_url: str, edition: str, chapter: str,
+                       seen: dict[tuple[str, str], Seen]) -> None:
+    page = await context.new_page()
+    await page.route("**/*", lambda route: route.abort()
+                     if not route.request.url.startswith(f"http://{HOST}") else route.continue_())
+    try:
+        await page.goto(f"{base_url}{EDITIONS[edition]}chapters/{chapter}.html",
+                        wait_until="load")
+        for figure in await page.evaluate(READ_PHONE):
+            where = seen[edition, figure["name"]]
+            if abs(figure["shown"] - figure["drawn"]) > 1:
+                where.problems.append(f"at {PHONE_WIDTH} px the SVG is {figure['shown']:.0f} px "
+                                      f"wide, drawn {figure['drawn']} px: its labels shrink")
+            OUT.mkdir(parents=True, exist_ok=True)
+            shot = OUT / f"{edition}-{figure['name']}-phone.png"
+            await page.locator(f'.attn-fig[data-attn-fig="{figure["name"]}"]').screenshot(
+                path=str(shot))
+            where.shots.append(str(shot.relative_to(ROOT)))
+    finally:
+        await page.close()
+
+
 async def _visit_all(base_url: str) -> dict[tuple[str, str], Seen]:
     from playwright.async_api import async_playwright
 
@@ -312,10 +382,16 @@ async def _visit_all(base_url: str) -> dict[tuple[str, str], Seen]:
                 viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT},
                 java_script_enabled=False)
             plain.set_default_timeout(PAGE_TIMEOUT_MS)
+            phone = await browser.new_context(
+                viewport={"width": PHONE_WIDTH, "height": 844}, is_mobile=True)
+            phone.set_default_timeout(PAGE_TIMEOUT_MS)
             await asyncio.gather(*(_visit(context, base_url, edition, chapter, seen)
                                    for edition in EDITIONS for chapter in chapters),
                                  *(_visit_without_javascript(plain, base_url, edition,
                                                              NO_JAVASCRIPT.chapter, seen)
+                                   for edition in EDITIONS),
+                                 *(_visit_phone(phone, base_url, edition,
+                                                NO_JAVASCRIPT.chapter, seen)
                                    for edition in EDITIONS))
         finally:
             await browser.close()
