@@ -2,9 +2,10 @@
  * Each .attn-fig holds an SVG of its default state, hidden sliders, and a JSON table with one
  * row per state (every combination of slider positions, first slider slowest) of the values
  * that change: keys[i] = [element, attribute or "#text"]. Moving a slider copies its state's row
- * into the SVG and the readouts (announced to screen readers: aria-live); the line that tells a
- * reader without JavaScript which setting is shown (.attn-shown) is hidden; each slider's value
- * is as wide as its longest. Served once from _static, on pages that have such a figure. */
+ * into the SVG and the readouts (announced to screen readers: aria-live, each readout whole:
+ * aria-atomic; the value beside a slider is aria-hidden, the slider's aria-valuetext says it);
+ * the line that tells a reader without JavaScript which setting is shown (.attn-shown) is
+ * hidden; each slider's value is as wide as its longest. Served once from _static, on pages that have such a figure. */
 (function () {
   "use strict";
   function setup(root) {
@@ -39,9 +40,18 @@
     root.querySelector(".attn-controls").hidden = false;
     var shownLine = root.querySelector(".attn-shown");  // for readers without JavaScript
     if (shownLine) { shownLine.hidden = true; }
-    // A screen reader announces the readouts when a slider changes them.
+    // A screen reader announces the readouts when a slider changes them, each readout whole
+    // (its label with its value: aria-atomic), not only the number that changed.
     var readouts = root.querySelector(".attn-readouts");
-    if (readouts) { readouts.setAttribute("aria-live", "polite"); }
+    if (readouts) {
+      readouts.setAttribute("aria-live", "polite");
+      readouts.querySelectorAll(".attn-r").forEach(function (r) {
+        r.setAttribute("aria-atomic", "true");
+      });
+    }
+    // The slider says its value (aria-valuetext); the <output> beside it, a status live region
+    // of its own, would say it a second time: hidden from screen readers.
+    outputs.forEach(function (output) { output.setAttribute("aria-hidden", "true"); });
     // Each value beside a slider gets the width of its longest value, so that the next
     // control does not move sideways while a slider is dragged.
     outputs.forEach(function (output, c) {
