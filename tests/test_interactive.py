@@ -125,10 +125,18 @@ def test_bad_controls_and_names() -> None:
 
 
 def test_the_script_fetches_nothing() -> None:
-    """The state order the script computes is checked where it runs: tests/browser compares the
-    page's ``data-state`` at every position with the cell's table."""
+    """Issue 38's third review: no URL and no way to load anything (fetch, XMLHttpRequest,
+    import(), a ``//`` URL, a ``src`` or ``href`` set from the script; comments aside). The state
+    order the script computes is checked where it runs: tests/browser compares the page's
+    ``data-state`` at every position with the cell's table, and aborts any request that would
+    leave 127.0.0.1."""
     script = (ROOT / "_ext" / "static" / "attn-interactive.js").read_text(encoding="utf-8")
-    assert "http" not in script.replace("http://www.w3.org", "")  # nothing fetched
+    # comments out: /* ... */ and "// " after a space or at a line's start (not "//cdn")
+    code = re.sub(r"/\*.*?\*/|(?:^|(?<=\s))// [^\n]*", "", script, flags=re.S | re.M)
+    assert "http" not in code.replace("http://www.w3.org", "")
+    for loader in ("fetch(", "XMLHttpRequest", "import(", "import ", "//", "sendBeacon",
+                   "WebSocket", "EventSource", ".src", "href", "innerHTML", "eval("):
+        assert loader not in code, loader
 
 
 def test_clip_ids_are_the_figures_own_and_dots_are_not_clipped() -> None:

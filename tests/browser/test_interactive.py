@@ -20,8 +20,12 @@ lists those that do not. The line that tells a reader without JavaScript which s
 and one page per edition opened with JavaScript off) it is visible, names every control with
 its default value, and is in the page's language. At every position checked the value beside
 each slider is the page's own (its translation on a Chinese page), the script's state is the
-cell's, no slider has moved sideways, and the readouts are announced (``aria-live``); on a phone
-(390 px, one page per edition) the SVG keeps its drawn size and scrolls sideways.
+cell's, no slider has moved sideways, and the readouts are announced (``aria-live``), each whole
+(``aria-atomic`` on each readout), while the value beside a slider is ``aria-hidden`` (the slider's
+``aria-valuetext`` says it); on a phone
+(390 px, one page per edition) the SVG keeps its drawn size and scrolls sideways. Each slider is
+moved with the others at their defaults, then one mixed state (every slider at its last
+position) is checked and photographed.
 
 Chromium, its flags and the skip/fail rules come from test_rendered_book.py.
 """
@@ -130,6 +134,10 @@ READ = """([name, keys]) => {
       e => Math.round(e.getBoundingClientRect().left)),
     live: (root.querySelector('.attn-readouts') || {getAttribute: () => null})
       .getAttribute('aria-live'),
+    // each readout is announced whole; the value beside a slider is not announced twice
+    atomic: Array.from(root.querySelectorAll('.attn-r')).map(e => e.getAttribute('aria-atomic')),
+    outputHidden: Array.from(root.querySelectorAll('.attn-c output')).map(
+      e => e.getAttribute('aria-hidden')),
     state: root.getAttribute('data-state'),
     title: (root.querySelector('svg title') || {}).textContent || '',
     readoutLabels: Array.from(root.querySelectorAll('.attn-r > span[data-msg]')).map(e => e.textContent),
@@ -187,6 +195,11 @@ async def _check_figure(page: Any, figure: Figure, edition: str, seen: Seen) -> 
         seen.problems.append(f"control names {info['labels']} != {figure.labels}")
     if info["live"] != "polite":
         seen.problems.append(f"the readouts are not announced (aria-live {info['live']!r})")
+    if not info["atomic"] or any(v != "true" for v in info["atomic"]):
+        seen.problems.append(f"a readout is not announced whole (aria-atomic {info['atomic']})")
+    if any(v != "true" for v in info["outputHidden"]):
+        seen.problems.append("the value beside a slider is announced twice (aria-hidden "
+                             f"{info['outputHidden']})")
     if len(info["pageValues"]) != len(figure.values) or any(
             len(page) != len(cell) for page, cell in zip(info["pageValues"], figure.values,
                                                          strict=False)):
@@ -250,6 +263,26 @@ async def _check_figure(page: Any, figure: Figure, edition: str, seen: Seen) -> 
             shot = OUT / f"{edition}-{figure.name}-c{c}-{position}.png"
             await root.screenshot(path=str(shot))
             seen.shots.append(str(shot.relative_to(ROOT)))
+    if len(figure.values) > 1:
+        # Issue 38's third review: one mixed state, every slider at its last position (each
+        # slider above moved with the others at their defaults).
+        for c, values in enumerate(figure.values):
+            await inputs.nth(c).focus()
+            await page.keyboard.press("End")
+            positions[c] = len(values) - 1
+        info = await page.evaluate(READ, [figure.name, keys])
+        where = f"every slider at its last position {positions}"
+        state = figure.table["states"][figure.index(positions)]
+        if info["positions"] != positions or info["state"] != str(figure.index(positions)):
+            seen.problems.append(f"{where}: sliders at {info['positions']}, state "
+                                 f"{info['state']}, expected {figure.index(positions)}")
+        elif info["parts"] != state:
+            seen.problems.append(f"{where}: the figure differs from the cell's state")
+        seen.texts.update(dict.fromkeys(info["texts"]))
+        seen.positions += 1
+        shot = OUT / f"{edition}-{figure.name}-last.png"
+        await root.screenshot(path=str(shot))
+        seen.shots.append(str(shot.relative_to(ROOT)))
 
 
 async def _visit(context: Any, base_url: str, edition: str, chapter: str,
