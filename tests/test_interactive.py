@@ -250,15 +250,15 @@ def test_a_message_keeps_its_numbers_out_of_the_words() -> None:
 
 
 def test_the_chapters_figures_have_no_numbers_in_their_words() -> None:
-    """Issue 38's reviews: every message of the figures of chapters 1, 2, 3, 5 and 6, as stored,
-    is free of numbers; a number is a Message's value. Names are not numbers: a source note
-    ("note 004"), an index ("x[t-1]"), a formula ("1/√d_k"), chapter 5's models ("the 2-head
-    model"). (Chapter 9's "H100s of 80 GB" is
-    listed for its author.)"""
+    """Issue 38's reviews: every message of the figures of chapters 1, 2, 3, 5, 6 and 9, as
+    stored, is free of numbers; a number is a Message's value. Names are not numbers: a source
+    note ("note 004"), an index ("x[t-1]"), a formula ("1/√d_k"), chapter 5's models ("the
+    2-head model")."""
     number = re.compile(r"(?<![\w{])\d+(?:\.\d+)?(?![\w}])")
     names = re.compile(r"note \d{3}|\[[^\]]*\]|1/√d_k|\b\d-head\b")
     for chapter in ("01_kernel_regression", "02_attention_scores", "03_scaled_dot_product",
-                    "05_multihead_self_attention", "06_positional_encoding"):
+                    "05_multihead_self_attention", "06_positional_encoding",
+                    "09_attention_in_language_models"):
         notebook = json.loads((ROOT / "chapters" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
         markup = "".join("".join(output.get("data", {}).get("text/html", []))
                          for cell in notebook["cells"] for output in cell.get("outputs", [])
