@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -62,3 +63,9 @@ def _num(value: float) -> str:
     text = f"{value:.1f}"
     text = text[:-2] if text.endswith(".0") else text
     return "0" if text == "-0" else text
+
+
+def _sequence(name: str, value: object, what: str) -> None:
+    """A sequence (a str is not one), or a TypeError naming ``name`` and ``what`` its items are."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a sequence of {what}, got {type(value).__name__}")

@@ -46,6 +46,7 @@ from attnlib.book._figure_checks import (
     _real,
     _reals,
     _same_length,
+    _sequence,
     _text,
 )
 
@@ -71,8 +72,7 @@ class Message(str):
 
     def __new__(cls, template: str, values: Sequence[str]) -> Message:
         _text("template", template)
-        if isinstance(values, str) or not isinstance(values, Sequence):
-            raise TypeError(f"values must be a sequence of str, got {type(values).__name__}")
+        _sequence("values", values, "str")
         for i, value in enumerate(values):
             check_instance(f"values[{i}]", value, str, "a str")
         try:
@@ -387,9 +387,7 @@ class Canvas:
         is None for a solid line."""
         _real("x", x)
         _real("y", y)
-        if isinstance(entries, str) or not isinstance(entries, Sequence):
-            raise TypeError(f"entries must be a sequence of (colour, label, dash), got "
-                            f"{type(entries).__name__}")
+        _sequence("entries", entries, "(colour, label, dash)")
         for i, item in enumerate(entries):
             if (isinstance(item, str) or not isinstance(item, Sequence) or len(item) != 3
                     or not isinstance(item[0], str) or not isinstance(item[1], str)
@@ -430,9 +428,7 @@ class Interactive:
                  width: int = 680, height: int = 300) -> None:
         _text("name", name)
         _text("title", title)
-        if isinstance(controls, str) or not isinstance(controls, Sequence):
-            raise TypeError(f"controls must be a sequence of Control, got "
-                            f"{type(controls).__name__}")
+        _sequence("controls", controls, "Control")
         for i, control in enumerate(controls):
             check_instance(f"controls[{i}]", control, Control, "a Control")
         if not callable(draw):
