@@ -132,12 +132,58 @@ def test_a_single_process_chapter_follows_each_worker_chapter_in_the_pool() -> N
     given = [f"chapters/{name}.ipynb" for name in (
         "01_kernel_regression", "04_seq2seq_attention", "05_multihead_self_attention",
         "08_efficient_attention", "10_modern_attention")]
-    combos = [("[a]", {"X": "a"}), ("[b]", {"X": "b"})]
-    jobs = reproduce.pooled_jobs(combos, given, 2)
+    combos = [("[a]", {"X": "a"}, given), ("[b]", {"X": "b"}, given)]
+    jobs = reproduce.pooled_jobs(combos, 2)
     assert len(jobs) == 10 and len({job.name for job in jobs}) == 10
     assert [job.slots for job in jobs] == [2, 1, 1, 2, 1, 1, 2, 1, 2, 1]
     assert [job.name for job in jobs[:4]] == [
         f"[a] {given[1]}", f"[a] {given[3]}", f"[b] {given[3]}", f"[b] {given[1]}"]
     assert [job.env["X"] for job in jobs if job.env] == [
         "a", "a", "b", "b", "a", "b", "a", "a", "b", "b"]
-    assert [job.slots for job in reproduce.pooled_jobs(combos, given, 1)] == [1] * 10
+    assert [job.slots for job in reproduce.pooled_jobs(combos, 1)] == [1] * 10
+
+
+def test_a_chapter_that_pins_its_code_paths_is_not_repeated_at_make_tests_thread_count(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """attnlib.fix_cpu_kernels replaces the capability a combination asks for, so at make test's
+    thread count and on this machine's vendor a pinning chapter computes make test's own run:
+    --after-make-test leaves it out of that combination and runs it in every other one."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(reproduce, "make_test_run", lambda: (1, "avx512"))
+    monkeypatch.setattr(reproduce, "machine_vendor", lambda: "amd")
+    plain = _notebook(tmp_path / "plain.ipynb", "2\n")
+    pinning = tmp_path / "pinning.ipynb"
+    nb = nbformat.read(plain, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell("fix_cpu_kernels = print\nfix_cpu_kernels()"))
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="\n")]
+    nb.cells[0].execution_count = 1
+    nbformat.write(nb, pinning)
+    assert reproduce.pins_code_paths(str(pinning)) and not reproduce.pins_code_paths(plain)
+    seen: list[tuple[str, str]] = []
+    real = reproduce.run_jobs
+
+    def spy(jobs, slots, **kwargs):  # type: ignore[no-untyped-def]
+        seen.extend((job.env["ATTNLIB_NUM_THREADS"], job.command[-1]) for job in jobs)
+        return real(jobs, slots, **kwargs)
+
+    monkeypatch.setattr(reproduce, "run_jobs", spy)
+    report = tmp_path / "reproduce.md"
+    assert reproduce.main(["--combos", "1:default", "2:avx2", "--after-make-test",
+                           "--report", str(report), plain, str(pinning)]) == 0
+    assert sorted(seen) == sorted([("1", plain), ("2", plain), ("2", str(pinning))])
+    assert "pinning pin their code paths" in capsys.readouterr().out
+    table = report.read_text(encoding="utf-8")
+    assert "| 1 | default | this machine's | 1 | 1 (1 pinned chapters: make test's own run) |" in table
+    assert "| 2 | avx2 | this machine's | 1 | 3 |" in table
+    # Another vendor computes differently: the pinning chapter runs at one thread too.
+    seen.clear()
+    assert reproduce.main(["--combos", "1:default:intel", "--after-make-test",
+                           "--report", str(report), plain, str(pinning)]) == 0
+    assert sorted(seen) == sorted([("1", plain), ("1", str(pinning))])
+    # Only the pinning chapter: the combination is make test's own run.
+    seen.clear()
+    assert reproduce.main(["--combos", "1:default", "--after-make-test",
+                           "--report", str(report), str(pinning)]) == 0
+    assert seen == []
+    assert "| 1 | default | this machine's | - | make test's own run |" in report.read_text(
+        encoding="utf-8")

@@ -26,11 +26,13 @@ Usage: ``python tools/reproduce.py --combos 1:default 2:avx2:amd --runs 1 NOTEBO
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
 import time
+from itertools import zip_longest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -73,15 +75,19 @@ def chapter_jobs(notebooks: list[str], cores: int, env: dict[str, str] | None = 
             for nb in [*workers, *(nb for nb in ordered if nb not in workers)]]
 
 
-def pooled_jobs(combos: list[tuple[str, dict[str, str]]], notebooks: list[str],
-                cores: int) -> list[Job]:
-    """Every combination's nbval jobs in one list, for :func:`slots.run` on ``cores + 1`` slots:
-    the chapters with worker processes (``cores`` slots each; the longest first, the combinations
-    alternating), each followed by its share of the single-process chapters (one slot each), so
-    that one of them runs beside every worker chapter while any are left."""
-    per_combo = [chapter_jobs(notebooks, cores, env, prefix=f"{name} ") for name, env in combos]
-    big = [job for jobs in zip(*per_combo, strict=True) for job in jobs if job.slots > 1]
-    small = [job for jobs in zip(*per_combo, strict=True) for job in jobs if job.slots <= 1]
+def pooled_jobs(combos: list[tuple[str, dict[str, str], list[str]]], cores: int) -> list[Job]:
+    """Every combination's nbval jobs (its name, environment and notebooks) in one list, for
+    :func:`slots.run` on ``cores + 1`` slots: the chapters with worker processes (``cores`` slots
+    each; the longest first, the combinations alternating), each followed by its share of the
+    single-process chapters (one slot each), so that one of them runs beside every worker chapter
+    while any are left."""
+    per_combo = [chapter_jobs(notebooks, cores, env, prefix=f"{name} ")
+                 for name, env, notebooks in combos]
+    interleaved = [job for jobs in zip_longest(*per_combo) for job in jobs if job is not None]
+    # the longest first across the combinations (a combination may leave some out)
+    big = sorted((job for job in interleaved if job.slots > 1),
+                 key=lambda job: -MEASURED_SECONDS.get(Path(job.command[-1]).stem, 0))
+    small = [job for job in interleaved if job.slots <= 1]
     if not big:
         return small
     share, extra = divmod(len(small), len(big))
@@ -145,6 +151,16 @@ def summarize(results: list[Result]) -> tuple[int, dict[str, int], float]:
     return code, totals, cpu
 
 
+def pins_code_paths(notebook: str) -> bool:
+    """Whether a chapter pins its CPU code paths (a code cell calls
+    :func:`attnlib.fix_cpu_kernels`): it then replaces the ``ATEN_CPU_CAPABILITY`` a combination
+    sets, so a combination with make test's thread count and this machine's vendor computes in it
+    exactly what make test's own nbval run did."""
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8")).get("cells", [])
+    return any(cell.get("cell_type") == "code" and "fix_cpu_kernels(" in "".join(cell["source"])
+               for cell in cells)
+
+
 def make_test_run() -> tuple[int, str]:
     """The thread count and the CPU code path of `make test`'s nbval run on this machine: the
     Makefile's NBVAL_THREADS and the capability PyTorch picks with no override."""
@@ -182,26 +198,40 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     own = make_test_run() if args.after_make_test else None
     here = machine_vendor()
-    pool: list[tuple[str, dict[str, str]]] = []
+    pinned = [nb for nb in args.notebooks if pins_code_paths(nb)] if own is not None else []
+    pool: list[tuple[str, dict[str, str], list[str]]] = []
     labels: dict[str, tuple[int, str, str, int]] = {}
     for threads, capability, vendor in combos:
         shown = VENDORS[vendor] if vendor else "this machine's"
-        if (own is not None and (threads, capability.lower()) in {own, (own[0], "native")}
-                and vendor in ("", here)):
-            print(f"== {threads}:{capability} is make test's own run on this machine "
-                  f"({own[0]} threads, PyTorch picks {own[1]}): not repeated", flush=True)
-            rows.append(f"| {threads} | {capability} | {shown} | - | make test's own run "
-                        f"| - | - |")
-            continue
+        notebooks = args.notebooks
+        if own is not None and threads == own[0] and vendor in ("", here):
+            if capability.lower() in {own[1], "native"}:
+                print(f"== {threads}:{capability} is make test's own run on this machine "
+                      f"({own[0]} threads, PyTorch picks {own[1]}): not repeated", flush=True)
+                rows.append(f"| {threads} | {capability} | {shown} | - | make test's own run "
+                            f"| - | - |")
+                continue
+            # a chapter that pins its code paths replaces the capability asked for: at make
+            # test's thread count on this machine's vendor it computes make test's own run
+            notebooks = [nb for nb in args.notebooks if nb not in pinned]
+            if pinned:
+                names = ", ".join(Path(nb).stem for nb in pinned)
+                print(f"== {threads}:{capability}: {names} pin their code paths "
+                      f"(attnlib.fix_cpu_kernels), so here they are make test's own run: "
+                      f"not repeated", flush=True)
+            if not notebooks:
+                rows.append(f"| {threads} | {capability} | {shown} | - | make test's own run "
+                            f"| - | - |")
+                continue
         for run in range(1, args.runs + 1):
             name = f"[{threads}:{capability}{':' + vendor if vendor else ''} run {run}]"
             as_vendor = f" ATTNLIB_CPU_VENDOR={VENDORS[vendor]}" if vendor else ""
             print(f"== {name} nbval: ATTNLIB_NUM_THREADS={threads} "
                   f"ATEN_CPU_CAPABILITY={capability}{as_vendor}", flush=True)
-            pool.append((name, _env(threads, capability, vendor)))
+            pool.append((name, _env(threads, capability, vendor), notebooks))
             labels[name] = (threads, capability, shown, run)
     cores = max(1, args.cores)
-    jobs = pooled_jobs(pool, args.notebooks, cores)
+    jobs = pooled_jobs(pool, cores)
     # the extra slot is for a single-process chapter beside one with worker processes
     slots = cores + 1 if any(job.slots > 1 for job in jobs) else cores
     print(f"== {len(pool)} combination(s) of {len(args.notebooks)} notebook(s) in one pool: "
@@ -213,7 +243,7 @@ def main(argv: list[str]) -> int:
 
     results = run_jobs(jobs, slots, stop_on_failure=False, on_finish=finished) if pool else []
     failures = 0
-    for name, _ in pool:
+    for name, _, notebooks in pool:
         threads, capability, shown, run = labels[name]
         print(f"== {name}", flush=True)
         code, counts, cpu = summarize([r for r in results if r.job.name.startswith(name + " ")])
@@ -224,7 +254,9 @@ def main(argv: list[str]) -> int:
         passed = counts.get("passed", 0)
         print(f"   {'ok' if code == 0 else 'FAILED'}: {passed} cells passed, {failed} failed, "
               f"{cpu:.0f} s of CPU", flush=True)
-        rows.append(f"| {threads} | {capability} | {shown} | {run} | {passed} | {failed} "
+        left_out = len(args.notebooks) - len(notebooks)
+        note = f" ({left_out} pinned chapters: make test's own run)" if left_out else ""
+        rows.append(f"| {threads} | {capability} | {shown} | {run} | {passed}{note} | {failed} "
                     f"| {cpu:.0f} |")
     ran = len(pool)
     verdict = (f"{ran - failures} of {ran} combinations passed "
