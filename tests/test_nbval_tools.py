@@ -29,6 +29,35 @@ def _notebook(path: Path, stored: str) -> str:
     return str(path)
 
 
+FAKE_NBVAL = """import io, json, sys
+from contextlib import redirect_stdout
+cells = [c for c in json.load(open(sys.argv[-1]))["cells"] if c["cell_type"] == "code"]
+passed = failed = 0
+for cell in cells:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        exec("".join(cell["source"]), {})
+    stored = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    if out.getvalue() == stored:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAILED {sys.argv[-1]}::Cell 0")
+print(f"{failed} failed, {passed} passed in 0.01s" if failed else f"{passed} passed in 0.01s")
+sys.exit(1 if failed else 0)
+"""
+
+
+@pytest.fixture
+def fake_nbval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """reproduce's accounting without a Jupyter kernel per notebook: a stand-in for pytest --nbval
+    that runs each code cell in-process and compares its printed text with the stored stream
+    (test_reproduce_counts_a_real_nbval_failure runs the real command)."""
+    script = tmp_path / "fake_nbval.py"
+    script.write_text(FAKE_NBVAL, encoding="utf-8")
+    monkeypatch.setattr(reproduce, "NBVAL", [sys.executable, str(script)])
+
+
 def test_nbval_chapters_fails_on_a_wrong_output_and_prints_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(ROOT)  # the sanitize file is named relative to the repository
@@ -43,7 +72,7 @@ def test_nbval_chapters_fails_on_a_wrong_output_and_prints_it(
 
 
 def test_reproduce_after_make_test_skips_only_make_tests_own_run(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fake_nbval: None) -> None:
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(reproduce, "make_test_run", lambda: (2, "avx2"))
     monkeypatch.setattr(reproduce, "machine_vendor", lambda: "intel")
@@ -82,7 +111,7 @@ def test_chapters_with_worker_processes_take_every_core_and_run_after_the_others
 
 
 def test_reproduce_runs_a_combination_as_an_amd_processor_and_repeats_no_own_run(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_nbval: None) -> None:
     """2:avx2:amd is not make test's own run on an Intel machine (the chapters then ask MKL for
     what an AMD processor gets): it runs, with ATTNLIB_CPU_VENDOR set; on an AMD machine it is
     make test's own run."""
@@ -113,7 +142,7 @@ def test_reproduce_runs_a_combination_as_an_amd_processor_and_repeats_no_own_run
 
 
 def test_the_combinations_share_one_pool_and_each_reports_its_own_failures(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_nbval: None) -> None:
     """Both combinations' notebooks run in one pool; a notebook whose stored output is wrong
     fails every combination, and the table counts each combination's cells apart."""
     monkeypatch.chdir(ROOT)
@@ -144,7 +173,7 @@ def test_a_single_process_chapter_follows_each_worker_chapter_in_the_pool() -> N
 
 
 def test_a_chapter_that_pins_its_code_paths_is_not_repeated_at_make_tests_thread_count(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fake_nbval: None) -> None:
     """attnlib.fix_cpu_kernels replaces the capability a combination asks for, so at make test's
     thread count and on this machine's vendor a pinning chapter computes make test's own run:
     --after-make-test leaves it out of that combination and runs it in every other one."""
@@ -187,3 +216,16 @@ def test_a_chapter_that_pins_its_code_paths_is_not_repeated_at_make_tests_thread
     assert seen == []
     assert "| 1 | default | this machine's | - | make test's own run |" in report.read_text(
         encoding="utf-8")
+
+
+def test_reproduce_counts_a_real_nbval_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real command (pytest --nbval with the sanitize file, one kernel): a wrong stored output
+    fails its combination, and the table counts the failed cell."""
+    monkeypatch.chdir(ROOT)
+    bad = _notebook(tmp_path / "bad.ipynb", "3\n")
+    report = tmp_path / "reproduce.md"
+    assert reproduce.main(["--combos", "1:default", "--report", str(report), bad]) == 1
+    table = report.read_text(encoding="utf-8")
+    assert "| 1 | default | this machine's | 1 | 0 | 1 |" in table
+    assert "0 of 1 combinations passed" in table
