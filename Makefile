@@ -26,7 +26,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help install system-packages browser-check book book-en book-zh book-zh-html book-join translations i18n-check execute test lint typecheck unit nbval browser build lab lock clean reproduce bench bench-quick diagrams test-offline
+.PHONY: help install system-packages browser-check book book-en book-zh book-zh-html book-join translations i18n-check execute test lint typecheck unit unit-first-half unit-second-half nbval browser build lab lock clean reproduce bench bench-quick diagrams test-offline
 
 help:
 	@echo "make book     build the HTML book, English in _build/html and Chinese in _build/html/zh"
@@ -130,6 +130,16 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	python -m pytest tests/
+
+# `make test` runs the unit tests as two halves side by side, one per core (tools/run_tests.py):
+# the files below, which mostly start kernels and fresh processes, and every other file (a new
+# test file joins the second half by itself). Together they are exactly `make unit`.
+UNIT_FIRST_HALF := tests/test_progress.py tests/test_cpu_paths.py tests/test_figure_check.py \
+  tests/test_lab.py tests/test_fonts.py
+unit-first-half: $(STAMP)
+	python -m pytest $(UNIT_FIRST_HALF)
+unit-second-half: $(STAMP)
+	python -m pytest tests/ $(addprefix --ignore=,$(UNIT_FIRST_HALF))
 
 # Chapters side by side, one per core (NBVAL_JOBS), each in its own pytest process and kernel
 # and on one thread (NBVAL_THREADS): two chapters at two threads each, and chapter 4's worker

@@ -1,7 +1,8 @@
 """`make test`: every step side by side on the machine's cores, each step's output printed whole
 when it ends, and a table of wall-clock and CPU seconds at the end.
 
-The steps are the make targets ``lint typecheck unit bench-quick i18n-check``, the book's two
+The steps are the make targets ``lint``, ``unit-first-half`` and ``unit-second-half`` (``make
+unit`` in two processes, one per core), ``typecheck``, ``bench-quick``, ``i18n-check``, the book's two
 editions (``book-en``, ``book-zh-html``, then ``book-join``), ``browser-check`` over the built
 book, and nbval of each chapter (the jobs of ``make nbval``: a chapter that trains in worker
 processes takes every core while it runs). They start in that order as cores free up (tools/slots.py):
@@ -47,7 +48,8 @@ def steps(notebooks: list[str], cores: int) -> list[Job]:
     return [
         target("lint"), target("book-en"), target("book-zh-html"),
         target("book-join", "book-en", "book-zh-html"), browser,
-        target("typecheck"), target("unit"), target("bench-quick"), target("i18n-check"),
+        target("unit-first-half"), target("unit-second-half"), target("typecheck"),
+        target("bench-quick"), target("i18n-check"),
         *single, *whole,
     ]
 
