@@ -108,3 +108,4 @@ def test_make_test_runs_the_browser_test_once_the_books_are_built_before_the_wor
         "nbval chapters/01_kernel_regression.ipynb") < names.index(
         "nbval chapters/04_seq2seq_attention.ipynb")
     assert [jobs[n].slots for n in names[-2:]] == [2, 2]
+    assert [jobs[n].needs for n in names[-2:]] == [("browser-check",)] * 2
