@@ -22,6 +22,7 @@ scratch (grouped-query and linear attention) run side by side with
 from __future__ import annotations
 
 import copy
+import math
 import multiprocessing
 import os
 from collections.abc import Sequence
@@ -240,6 +241,8 @@ class ContextRun:
     ``yarn-32``: YaRN with the paper's beta = 32, untuned) or ``"alibi"`` (method ``alibi``).
     ``near`` is the control for the distance: the accuracy of the model as trained (plain RoPE,
     or ALiBi) at 4L on lines whose periods are those of training, L/4 to L/2.
+    ``near_by_position`` splits the same predictions in two: those made at positions below L
+    (which see no more than L tokens, as in training) and those made at L and beyond.
     """
 
     seed: int
@@ -247,6 +250,7 @@ class ContextRun:
     accuracy: dict[tuple[str, int, bool], float]
     train_loss: float
     near: float
+    near_by_position: tuple[float, float] = (math.nan, math.nan)
 
 
 def context_run(setup: ContextSetup, seed: int, positions: str = "rope") -> ContextRun:
@@ -294,9 +298,24 @@ def _context_run(setup: ContextSetup, seed: int, positions: str) -> ContextRun:
                                                  seed=7 * 10**6 + seed * 1000 + step),
                  steps=setup.tune_steps, lr=setup.lr, constant_lr=True)
         accuracy[method, 4 * L, True] = echo_accuracy(tuned, 4 * L, setup.test_lines)[1]
-    near = echo_accuracy(model, 4 * L, setup.test_lines, min_period=L // 4,
-                         max_period=L // 2)[1]
-    return ContextRun(seed, positions, accuracy, sum(losses[-20:]) / 20, near)
+    near, near_by_position = _near_control(model, setup)
+    return ContextRun(seed, positions, accuracy, sum(losses[-20:]) / 20, near, near_by_position)
+
+
+@torch.no_grad()
+def _near_control(model: DecoderLM, setup: ContextSetup) -> tuple[float, tuple[float, float]]:
+    """The control: accuracy at 4L with the periods of training (the lines of
+    :func:`echo_accuracy`), and on the predictions made below L and from L on."""
+    L = setup.train_length
+    tokens, targets = varied_echo(setup.test_lines, 4 * L, L // 4, L // 2,
+                                  model.config.vocab_size, seed=10**6 + 4 * L)
+    model.eval()
+    right = model(tokens).argmax(-1) == targets  # (lines, 4L)
+    keep = targets != IGNORE_INDEX
+    below = torch.arange(4 * L) < L  # (4L,): predictions made at positions < L
+    return (right[keep].double().mean().item(),
+            (right[keep & below].double().mean().item(),
+             right[keep & ~below].double().mean().item()))
 
 
 def _with_method(model: DecoderLM, method: str, scale: float, setup: ContextSetup) -> DecoderLM:

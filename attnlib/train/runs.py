@@ -187,6 +187,9 @@ def train_runs(
 
     With ``workers`` = 1 the runs are trained one after another in this process; with more,
     in that many worker processes (at most one per run). The numbers are the same either way.
+    A notebook that keeps one pool of worker processes for all its training can submit
+    ``train_runs(runs, workers=1)`` to it (``pool.submit``), and collect the results later;
+    in a worker process it shows no progress bar.
     Each model is built with :meth:`Run.build`, which calls ``torch.manual_seed(init_seed)``:
     afterwards the caller's global torch generator is in the state that seed leaves, as it
     would be after building the models in the notebook.
@@ -233,8 +236,12 @@ def train_runs(
         global _SHARED
         saved = _SHARED
         _SHARED = shared
+        # no bar from a worker process (train_runs submitted to a caller's pool): its
+        # output would land in the caller's
+        order = (range(len(runs)) if multiprocessing.parent_process() is not None
+                 else progress(range(len(runs)), total=len(runs), desc=desc))
         try:
-            for i in progress(range(len(runs)), total=len(runs), desc=desc):
+            for i in order:
                 outputs[i] = _train_one(runs[i])
         finally:
             _SHARED = saved
