@@ -163,9 +163,10 @@ system-packages:
 
 # Every page of the built book in headless Chromium (Debian's chromium):
 # MathJax typeset, images loaded, clean console, no other host, TOC and prev/next resolve.
-# Screenshots of the intro and each chapter land in _build/screenshots/. Never skipped here.
+# Whole-page screenshots of the intro and each chapter land in _build/screenshots/ (`make test`
+# saves only their first screen: the whole pages cost half the test's CPU). Never skipped here.
 browser: system-packages book
-	$(MAKE) --no-print-directory browser-check
+	ATTNLIB_FULL_SCREENSHOTS=1 $(MAKE) --no-print-directory browser-check
 
 # The browser test over the book already in _build/html (`make test` has just built it).
 browser-check: system-packages $(STAMP)
