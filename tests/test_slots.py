@@ -109,3 +109,24 @@ def test_make_test_runs_the_browser_test_once_the_books_are_built_before_the_wor
         "nbval chapters/04_seq2seq_attention.ipynb")
     assert [jobs[n].slots for n in names[-2:]] == [2, 2]
     assert [jobs[n].needs for n in names[-2:]] == [("browser-check",)] * 2
+
+
+def test_make_test_runs_the_short_chapters_beside_the_chapter_that_leaves_a_core_idle() -> None:
+    import run_tests
+
+    chapters = [f"chapters/{name}.ipynb" for name in (
+        "01_kernel_regression", "03_scaled_dot_product", "04_seq2seq_attention",
+        "07_transformer", "10_modern_attention")]
+    jobs = {job.name: job for job in run_tests.steps(chapters, 2)}
+    names = [n.removeprefix("nbval chapters/").removesuffix(".ipynb") for n in jobs
+             if n.startswith("nbval ")]
+    # chapter 3 stays in the first phase; chapter 1 follows chapter 7, which takes one core
+    assert names == ["03_scaled_dot_product", "04_seq2seq_attention", "07_transformer",
+                     "01_kernel_regression", "10_modern_attention"]
+    by_stem = {n.removeprefix("nbval chapters/").removesuffix(".ipynb"): job
+               for n, job in jobs.items()}
+    assert [by_stem[n].slots for n in names] == [1, 2, 1, 1, 2]
+    assert by_stem["01_kernel_regression"].needs == ("nbval chapters/04_seq2seq_attention.ipynb",)
+    # without chapter 7 nothing moves
+    alone = run_tests.steps([c for c in chapters if "07_" not in c], 2)
+    assert all(job.needs == () for job in alone if job.name.endswith("01_kernel_regression.ipynb"))

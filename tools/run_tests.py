@@ -8,7 +8,9 @@ book, and nbval of each chapter (the jobs of ``make nbval``: a chapter that trai
 processes takes every core while it runs). They start in that order as cores free up (tools/slots.py):
 ruff first, so that a typo fails in seconds, and the book's two editions, so that the browser
 test, which mostly waits on the browser and takes no core of its own, runs beside the steps that
-run in one process; the chapters with worker processes last, one after another, alone. If a step fails, no further step starts, the running ones are stopped, and
+run in one process; the chapters with worker processes last, one after another, alone, except
+that chapter 7, which leaves a core idle much of the time, runs beside the four shortest chapters
+(SHARES_A_CORE, LATE). If a step fails, no further step starts, the running ones are stopped, and
 the failed step's output is printed whole; the exit status is then 1.
 
 Usage: ``python tools/run_tests.py [--cores N] NOTEBOOK...`` (the Makefile passes $(NOTEBOOKS)).
@@ -31,6 +33,17 @@ from slots import run as run_jobs
 
 MAKE = os.environ.get("MAKE", "make")
 
+# Chapter 7 kept 1.47 of two cores busy alone (170 s of CPU in 116 s, 2026-11-29): its main
+# process translates and plots while its workers wait. The four shortest single-process chapters
+# (14 to 20 s of CPU each) run beside it, one after another, instead of in the first phase.
+SHARES_A_CORE = {"07_transformer"}
+LATE = {"01_kernel_regression", "02_attention_scores", "05_multihead_self_attention",
+        "06_positional_encoding"}
+
+
+def _stem(job: Job) -> str:
+    return Path(job.command[-1]).stem
+
 
 def steps(notebooks: list[str], cores: int) -> list[Job]:
     def target(name: str, *needs: str) -> Job:
@@ -42,6 +55,20 @@ def steps(notebooks: list[str], cores: int) -> list[Job]:
     # the chapters with worker processes wait for the browser test: beside one of them it slowed
     # chapter 9 from 86 s to 190 s (2026-11-29)
     whole = [replace(job, needs=("browser-check",)) for job in chapters if job.slots > 1]
+    # A chapter with worker processes that leaves a core idle much of the time (SHARES_A_CORE)
+    # takes one slot less, and the short single-process chapters (LATE) wait for the first chapter
+    # with workers and run beside it instead of in the first phase, where every core is busy.
+    late = [job for job in single if _stem(job) in LATE]
+    if whole and late and any(_stem(job) in SHARES_A_CORE for job in whole):
+        single = [job for job in single if job not in late]
+        late = [replace(job, needs=(whole[0].name,)) for job in late]
+        shared = []
+        for job in whole:
+            if _stem(job) in SHARES_A_CORE:
+                shared += [replace(job, slots=max(1, cores - 1)), *late]
+            else:
+                shared.append(job)
+        whole = shared
     # The browser test mostly waits on the browser (89 s of CPU in 190 s on 2 cores): it takes no
     # slot and starts as soon as both editions are built, so the books come first. Beside the
     # single-process steps, whose budgets have room; beside a chapter with worker processes it slowed
