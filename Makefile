@@ -20,6 +20,13 @@ export PYTHONHASHSEED := 0
 # the core the other thread needs (a training step measured 6 ms passive, 150-240 ms spinning).
 export OMP_WAIT_POLICY ?= PASSIVE
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Bytecode is written on first import (pip installs with --no-compile). Where the environment sets
+# PYTHONDONTWRITEBYTECODE (this machine, many containers) no .pyc would ever be written and every
+# kernel, worker and test process would compile all it imports again (`import torch`: 4.8 s of
+# CPU against 1.7 s; the unit tests' first half 178 s against 92 s). Empty means unset to Python.
+# Compiling the whole venv at installation instead cost 41 s of CPU, most of it for modules
+# nothing imports. __pycache__ is ignored by git.
+export PYTHONDONTWRITEBYTECODE :=
 export JUPYTER_PLATFORM_DIRS := 1
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/mplconfig
 export PATH := $(CURDIR)/$(BIN):$(PATH)
@@ -54,11 +61,6 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --quiet --disable-pip-version-check --no-deps --no-compile \
 	  -r requirements.lock
 	$(BIN)/python -m pip install --quiet --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	@# Where PYTHONDONTWRITEBYTECODE is set (this machine, many containers) Python writes no .pyc
-	@# files, so every process would compile all it imports again (`import torch`: 4.8 s of CPU
-	@# against 1.7 s; the unit tests' first half 178 s against 92 s). Compile the venv once, on
-	@# every core (about 41 s of CPU); the few files that are not Python 3 are skipped.
-	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1 || true
 	@# Build matplotlib's font cache now, so no notebook prints "building the font cache".
 	$(BIN)/python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
 	@touch $@
