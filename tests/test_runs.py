@@ -13,7 +13,7 @@ from attnlib import data
 from attnlib.experiments.recall import RecallConfig, recall_model, train_recall
 from attnlib.models.seq2seq import Seq2Seq, Seq2SeqConfig
 from attnlib.models.transformer import TransformerConfig
-from attnlib.train.runs import Run, default_workers, train_runs
+from attnlib.train.runs import Run, RunResult, default_workers, train_runs
 from attnlib.train.seq2seq_loop import train_seq2seq
 from attnlib.train.translation import translate
 
@@ -41,11 +41,23 @@ def make_runs(corpus: Any) -> list[Run]:
     ]
 
 
-def test_workers_give_the_numbers_of_one_process(corpus: Any) -> None:
-    runs = make_runs(corpus)
+def recall_runs() -> list[Run]:
+    """Runs that build and train themselves (chapter 10's recall models)."""
+    return [Run(kind, RecallConfig(kind, dim=8), init_seed=seed,
+                options={"steps": 6, "max_pairs": 8, "batch": 8, "seed": seed})
+            for kind, seed in (("delta", 1), ("hybrid", 2), ("softmax", 3))]
+
+
+@pytest.fixture(scope="module")
+def trained(corpus: Any) -> tuple[list[RunResult], list[RunResult]]:
+    """The translation runs and the self-training runs, trained in one call in turn in this
+    process and in one call in two worker processes (one pool of spawned workers for both
+    kinds of run: each worker process costs an interpreter, torch and attnlib, about 4 s of
+    CPU). One thread: the workers take the caller's count; 2 workers on 2 cores."""
+    runs = make_runs(corpus) + recall_runs()
     sources = [p.src for p in corpus.test[:20]]
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the workers take the caller's count; 2 workers on 2 cores
+    torch.set_num_threads(1)
     try:
         alone = train_runs(runs, corpus.train[:160], corpus.src_vocab, corpus.tgt_vocab,
                            sources=sources, workers=1)
@@ -53,8 +65,14 @@ def test_workers_give_the_numbers_of_one_process(corpus: Any) -> None:
                               sources=sources, workers=2)
     finally:
         torch.set_num_threads(threads)
+    return alone, parallel
+
+
+def _same_results(alone: list[RunResult], parallel: list[RunResult]) -> None:
     # results come back in run order: a mix-up would pair different weights below
+    assert len(alone) == len(parallel)
     for a, b in zip(alone, parallel, strict=True):
+        assert a.run == b.run
         assert a.history.losses == b.history.losses
         state_a, state_b = a.model.state_dict(), b.model.state_dict()
         assert state_a.keys() == state_b.keys()
@@ -63,6 +81,14 @@ def test_workers_give_the_numbers_of_one_process(corpus: Any) -> None:
         assert [t.tokens for t in a.translations] == [t.tokens for t in b.translations]
         for ta, tb in zip(a.translations, b.translations, strict=True):
             assert torch.equal(ta.weights, tb.weights)
+
+
+def test_workers_give_the_numbers_of_one_process(
+        trained: tuple[list[RunResult], list[RunResult]]) -> None:
+    alone, parallel = (results[:3] for results in trained)
+    assert [r.run.name for r in alone] == ["attention", "fixed", "transformer"]
+    _same_results(alone, parallel)
+    assert all(len(r.translations) == 20 for r in alone)
     # different runs really are different models
     assert alone[0].history.losses != alone[1].history.losses
 
@@ -82,26 +108,26 @@ def test_a_run_is_the_run_a_notebook_would_train(corpus: Any) -> None:
     assert result.translations[0].tokens == expected.tokens
 
 
-def test_trainable_runs_in_workers_are_the_runs_trained_in_turn() -> None:
+def test_trainable_runs_in_workers_are_the_runs_trained_in_turn(
+        trained: tuple[list[RunResult], list[RunResult]]) -> None:
     """Runs that build and train themselves (chapter 10's recall models): two workers give the
-    weights and losses of one, which are those of recall_model + train_recall in this process."""
-    runs = [Run(kind, RecallConfig(kind, dim=8), init_seed=seed,
-                options={"steps": 6, "max_pairs": 8, "batch": 8, "seed": seed})
-            for kind, seed in (("delta", 1), ("hybrid", 2), ("softmax", 3))]
+    weights and losses of one, which are those of recall_model + train_recall in this process.
+    They are trained in the call of the translation runs (the fixture ``trained``); a call
+    with no corpus, as chapter 10 makes it, gives the same results."""
+    alone, parallel = (results[3:] for results in trained)
+    assert [r.run for r in alone] == recall_runs()
+    _same_results(alone, parallel)
+    for a in alone:
+        assert len(a.history.losses) == 6 and a.translations == []
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(1)  # the thread count of the runs
     try:
-        alone = train_runs(runs, workers=1)
-        parallel = train_runs(runs, workers=2)
-        model = recall_model("hybrid", dim=8, seed=2)  # the same thread count as the runs
+        (hybrid,) = train_runs(recall_runs()[1:2], workers=1)  # no pairs, no vocabularies
+        model = recall_model("hybrid", dim=8, seed=2)
         losses = train_recall(model, steps=6, max_pairs=8, batch=8, seed=2)
     finally:
         torch.set_num_threads(threads)
-    for a, b in zip(alone, parallel, strict=True):
-        assert a.history.losses == b.history.losses and len(a.history.losses) == 6
-        assert a.translations == b.translations == []
-        for key, value in a.model.state_dict().items():
-            assert torch.equal(value, b.model.state_dict()[key]), key
+    _same_results([hybrid], alone[1:2])
     assert losses == alone[1].history.losses
     for key, value in model.state_dict().items():
         assert torch.equal(value, alone[1].model.state_dict()[key]), key
