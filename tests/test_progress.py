@@ -10,9 +10,11 @@ with the former bar (tqdm.auto) must fail: the check can fail.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 import pytest
@@ -45,13 +47,46 @@ def _execute(nb: nbformat.NotebookNode, path: Path, progress_env: str,
     return nb
 
 
-def _nbval(path: Path) -> subprocess.CompletedProcess[str]:
+def _nbval(*paths: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "ATTNLIB_PROGRESS"}  # as a newcomer runs it
     return subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
-         "-q", str(path)],
-        cwd=path.parent, env=env, capture_output=True, text=True, timeout=300,
+         "-rA", *map(str, paths)],
+        cwd=paths[0].parent, env=env, capture_output=True, text=True, timeout=300,
     )
+
+
+OLD_PROGRESS = """import os
+from tqdm.auto import tqdm
+progress = tqdm if os.environ.get("ATTNLIB_PROGRESS") != "0" else (lambda it, **kw: it)"""
+
+
+class Checked(NamedTuple):
+    """The three notebooks as executed and stored, and one nbval run over the three files."""
+
+    notebooks: dict[str, nbformat.NotebookNode]
+    nbval: subprocess.CompletedProcess[str]
+
+    def verdicts(self, name: str) -> dict[int, str]:
+        """Each cell's PASSED or FAILED in ``name``'s file, from nbval's summary."""
+        return {int(n): word for word, n in re.findall(
+            rf"^(PASSED|FAILED|ERROR) {re.escape(name)}\.ipynb::Cell (\d+)", self.nbval.stdout,
+            re.M)}
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> Checked:
+    """One pytest --nbval process for the three notebooks (each file still gets its own kernel)
+    instead of one per notebook: a pytest with nbval costs about 2 s of CPU to start."""
+    folder = tmp_path_factory.mktemp("progress")
+    new = "from attnlib.book.progress import progress"
+    notebooks = {}
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for name, import_line, progress_env in (("stored_off", new, "0"), ("saved_on", new, "1"),
+                                                ("old_stored_off", OLD_PROGRESS, "0")):
+            notebooks[name] = _execute(_notebook(import_line), folder / f"{name}.ipynb",
+                                       progress_env, monkeypatch)
+    return Checked(notebooks, _nbval(*(folder / f"{name}.ipynb" for name in notebooks)))
 
 
 def test_progress_in_a_terminal_goes_to_stderr(
@@ -64,14 +99,12 @@ def test_progress_in_a_terminal_goes_to_stderr(
 
 
 def test_nbval_passes_with_the_bar_on_against_outputs_stored_with_it_off_and_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    checked: Checked,
 ) -> None:
-    stored = _execute(_notebook("from attnlib.book.progress import progress"),
-                      tmp_path / "stored_off.ipynb", "0", monkeypatch)
+    stored = checked.notebooks["stored_off"]
     assert [o["output_type"] for o in stored.cells[1].outputs] == ["stream"]
 
-    saved = _execute(_notebook("from attnlib.book.progress import progress"),
-                     tmp_path / "saved_on.ipynb", "1", monkeypatch)
+    saved = checked.notebooks["saved_on"]
     widgets = [o for o in saved.cells[1].outputs if o["output_type"] == "display_data"]
     assert len(widgets) == 1 and set(widgets[0]["data"]) == {WIDGET_MIME}, saved.cells[1].outputs
     # The reader really saw a bar, and it reached the end: the widget state holds 40 of 40.
@@ -79,21 +112,16 @@ def test_nbval_passes_with_the_bar_on_against_outputs_stored_with_it_off_and_on(
     bars = [s["state"] for s in states.values() if s["model_name"] == "IntProgressModel"]
     assert [(b["value"], b["max"]) for b in bars] == [(40, 40)]
 
-    for path in (tmp_path / "stored_off.ipynb", tmp_path / "saved_on.ipynb"):
-        result = _nbval(path)
-        assert result.returncode == 0, result.stdout[-3000:]
-        assert "2 passed" in result.stdout
+    for name in ("stored_off", "saved_on"):
+        assert checked.verdicts(name) == {0: "PASSED", 1: "PASSED"}, checked.nbval.stdout[-3000:]
 
 
-OLD_PROGRESS = """import os
-from tqdm.auto import tqdm
-progress = tqdm if os.environ.get("ATTNLIB_PROGRESS") != "0" else (lambda it, **kw: it)"""
-
-
-def test_a_bar_that_prints_text_fails_nbval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bar_that_prints_text_fails_nbval(checked: Checked) -> None:
     """The control: the former bar (tqdm.auto, off only under ATTNLIB_PROGRESS=0) stored off and
     re-run on adds a text/plain output that nbval compares, as chapter 7 failed before."""
-    _execute(_notebook(OLD_PROGRESS), tmp_path / "old_stored_off.ipynb", "0", monkeypatch)
-    result = _nbval(tmp_path / "old_stored_off.ipynb")
+    result = checked.nbval
     assert result.returncode != 0
-    assert "1 failed" in result.stdout and "text/plain" in result.stdout
+    assert checked.verdicts("old_stored_off") == {0: "PASSED", 1: "FAILED"}, result.stdout[-3000:]
+    # the failure's own report (the FAILURES section holds only this notebook's failed cell)
+    failures = result.stdout.split("short test summary info")[0]
+    assert "old_stored_off.ipynb::Cell 1" in failures and "text/plain" in failures
