@@ -13,12 +13,13 @@ the box of a code point no font has). This module adds:
   注意力权重 on every page whose text holds it, and on no other;
 - the glyph check itself can fail: a character no font has is reported.
 
-Chromium, the server and the skip/fail rules come from test_rendered_book.py.
+Chromium, the server and the skip/fail rules come from test_rendered_book.py; the four tests in
+Chromium share the session's one Chromium (fixture ``chromium``, conftest.py), each in a context
+of its own, where each launched its own before (2026-11-29).
 """
 
 from __future__ import annotations
 
-import asyncio
 import urllib.parse
 from html.parser import HTMLParser
 from pathlib import Path
@@ -26,8 +27,6 @@ from typing import Any
 
 import pytest
 from test_rendered_book import (  # the lead's browser test: same Chromium, flags and checks
-    CHROMIUM,
-    CHROMIUM_ARGS,
     CJK_GLYPHS,
     EDITIONS,
     PAGE_TIMEOUT_MS,
@@ -36,6 +35,7 @@ from test_rendered_book import (  # the lead's browser test: same Chromium, flag
     SITE,
     VIEWPORT_HEIGHT,
     VIEWPORT_WIDTH,
+    Chromium,
     edition_of,
 )
 
@@ -194,24 +194,24 @@ def test_prompts_of_dropdowns_and_hidden_cells_are_in_chinese(page: str) -> None
 
 
 
-async def _with_page(action: Any) -> Any:
-    from playwright.async_api import async_playwright
+def _with_page(chromium: Chromium, action: Any) -> Any:
+    """``action(page)`` on a new page, in a context of its own, of the session's Chromium."""
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
-                                                   headless=True)
+    async def run() -> Any:
+        context = await chromium.browser.new_context(
+            viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT}, color_scheme="light")
         try:
-            context = await browser.new_context(
-                viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT}, color_scheme="light")
             context.set_default_timeout(PAGE_TIMEOUT_MS)
             page = await context.new_page()
             return await action(page)
         finally:
-            await browser.close()
+            await context.close()
+
+    return chromium.run(run())
 
 
 @pytest.mark.parametrize("scheme", ["file", "http"])
-def test_language_switch_clicks_through(scheme: str, base_url: str) -> None:
+def test_language_switch_clicks_through(scheme: str, base_url: str, chromium: Chromium) -> None:
     start = "chapters/02_attention_scores.html"
     base = SITE.resolve().as_uri() + "/" if scheme == "file" else base_url
 
@@ -224,12 +224,12 @@ def test_language_switch_clicks_through(scheme: str, base_url: str) -> None:
         await page.wait_for_load_state("load")
         return [there, page.url]
 
-    there, back = asyncio.run(_with_page(click_both_ways))
+    there, back = _with_page(chromium, click_both_ways)
     assert there == base + ZH + start, f"the switch on {start} led to {there}"
     assert back == base + start, f"the switch on {ZH + start} led to {back}"
 
 
-def test_search_finds_a_chinese_term(base_url: str) -> None:
+def test_search_finds_a_chinese_term(base_url: str, chromium: Chromium) -> None:
     """Sphinx's search page, in Chinese, finds 注意力权重 on exactly the pages that hold it
     (in one text node: see _holds)."""
     expected = sorted(page for page in PAGES_BY_EDITION[ZH]
@@ -250,14 +250,14 @@ def test_search_finds_a_chinese_term(base_url: str) -> None:
         await page.screenshot(path=str(SCREENSHOTS / "search" / "zh-search.png"), full_page=True)
         return summary, hrefs
 
-    summary, hrefs = asyncio.run(_with_page(search))
+    summary, hrefs = _with_page(chromium, search)
     found = sorted({urllib.parse.urldefrag(href)[0][len(base_url):] for href in hrefs})
     print(f"\nsearch for {SEARCH_TERM}: {summary}\n  " + "\n  ".join(found))
     assert found == expected, (f"search for {SEARCH_TERM} found {found}; the pages whose text "
                                f"holds it: {expected} ({summary})")
 
 
-def test_glyph_check_reports_a_missing_character() -> None:
+def test_glyph_check_reports_a_missing_character(chromium: Chromium) -> None:
     """The check that test_rendered_book runs on every page flags a character no font draws
     (U+FFEF, unassigned, inside the fullwidth forms it collects) and none of the Chinese text."""
 
@@ -266,5 +266,5 @@ def test_glyph_check_reports_a_missing_character() -> None:
                                '\uffef</article></body></html>')
         return await page.evaluate(f"({CJK_GLYPHS})(document.body)")
 
-    result = asyncio.run(_with_page(check))
+    result = _with_page(chromium, check)
     assert result["count"] == 7 and result["missing"] == ["\uffef"], result

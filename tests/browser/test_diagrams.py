@@ -10,37 +10,30 @@ light panel with dark ink on it, with a contrast ratio of at least 4.5 (WCAG's A
 in both modes, measured on the image as shown (the theme dims images in dark mode).
 
 Chromium, the server's address and the skip/fail rules come from test_rendered_book.py (the
-whole module is skipped, or fails under CI, exactly when that one is).
+whole module is skipped, or fails under CI, exactly when that one is). The diagrams' pages are not
+loaded here: this module's inspection runs on test_rendered_book's load of each page (its
+``register``), after that module's checks; whether the image loaded is read from that visit. One
+screenshot of each figure per mode is saved and measured (cropped to the image) and the switch
+to dark mode is awaited as one frame, not 300 ms (2026-11-29: the module cost 54 s of CPU, most
+of it loading its 10 pages a second time).
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import http.server
 import importlib.util
 import io
 import re
 import sys
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_rendered_book import (  # the lead's browser test: same Chromium, flags and waits
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    HOST,
-    JOBS,
-    PAGE_TIMEOUT_MS,
     SCREENSHOTS,
     SITE,
-    VIEWPORT_HEIGHT,
-    VIEWPORT_WIDTH,
-    WAIT_FOR_IMAGES,
-    _QuietHandler,
+    Visit,
+    register,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,48 +113,42 @@ def _contrast(a: float, b: float) -> float:
     return (max(a, b) + 0.05) / (min(a, b) + 0.05)
 
 
-def _measure(png: bytes) -> tuple[float, float]:
+def _measure(png: bytes, box: tuple[int, int, int, int] | None = None) -> tuple[float, float]:
     """(panel luminance, ink luminance) of a screenshot of the image, at the size it is shown
-    (thin strokes drawn small are antialiased to grey: that is what the reader sees)."""
+    (thin strokes drawn small are antialiased to grey: that is what the reader sees); ``box``
+    (left, top, right, bottom): the image's place in a screenshot of more than the image."""
     from PIL import Image
 
     image = Image.open(io.BytesIO(png)).convert("RGB")
+    if box is not None:  # kept inside the screenshot: no padding counted as ink
+        left, top, right, bottom = box
+        image = image.crop((max(left, 0), max(top, 0), min(right, image.width),
+                            min(bottom, image.height)))
     colours = image.getcolors(maxcolors=image.width * image.height) or []
     panel = max(colours)[1]
     lums = sorted(_luminance(rgb) for count, rgb in colours for _ in range(count))
     return _luminance(panel), lums[len(lums) // 100]
 
 
-@pytest.fixture(scope="module")
-def site_url() -> Iterator[str]:
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer((HOST, 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://{HOST}:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-async def _visit_page(context: Any, url: str, chapter: str, seen: dict[str, Seen]) -> None:
+async def _inspect(page: Any, visit: Visit) -> None:
+    """The diagrams of the page test_rendered_book has loaded (and checked), in light and dark
+    mode: their findings go to SEEN."""
     from playwright.async_api import Error as PlaywrightError
 
+    chapter = Path(visit.name).stem
     names = [name for ch, name in DIAGRAMS if ch == chapter]
-    page = await context.new_page()
+    for problem in visit.problems:  # test_rendered_book waited for every image of the page
+        for name in names:
+            if problem.startswith("image did not load: ") and problem.endswith(f"{name}.svg"):
+                SEEN[name].problems.append(problem)
     try:
-        await page.goto(f"{url}chapters/{chapter}.html", wait_until="load")
-        for src in await page.evaluate(WAIT_FOR_IMAGES):
-            for name in names:
-                if src.endswith(f"{name}.svg"):
-                    seen[name].problems.append(f"image did not load: {src}")
         # The theme's sticky header would sit on top of a figure taller than the window.
         await page.add_style_tag(content=HIDE_STICKY)
         for mode in ("light", "dark"):
             await page.evaluate("(mode) => { document.documentElement.dataset.theme = mode;"
                                 " document.documentElement.dataset.mode = mode; }", mode)
-            await page.wait_for_timeout(300)  # the theme's colours are CSS variables: instant
+            # the theme's colours are CSS variables: the next frame is drawn in the new mode
+            await page.evaluate("() => new Promise(r => requestAnimationFrame(() => r(null)))")
             body = await page.evaluate("getComputedStyle(document.body).backgroundColor")
             for name in names:
                 shot = Shot()
@@ -169,50 +156,32 @@ async def _visit_page(context: Any, url: str, chapter: str, seen: dict[str, Seen
                 rgb = tuple(float(x) for x in re.findall(r"[\d.]+", body)[:3])
                 shot.page = _luminance(rgb) if len(rgb) == 3 else -1.0
                 if shot.info.get("count") == 1:
-                    img = page.locator(f'img[src$="/{name}.svg"]')
-                    await img.scroll_into_view_if_needed()
-                    shot.background, shot.ink = _measure(await img.screenshot())
                     figure = page.locator(f'figure:has(img[src$="/{name}.svg"])')
-                    OUT.mkdir(parents=True, exist_ok=True)
+                    await figure.scroll_into_view_if_needed()
+                    png = await figure.screenshot()
+                    outer = await figure.bounding_box()
+                    inner = await page.locator(f'img[src$="/{name}.svg"]').bounding_box()
+                    box = (round(inner["x"] - outer["x"]), round(inner["y"] - outer["y"]),
+                           round(inner["x"] - outer["x"] + inner["width"]),
+                           round(inner["y"] - outer["y"] + inner["height"]))
+                    shot.background, shot.ink = _measure(png, box)
                     path = OUT / f"{chapter}--{name}-{mode}.png"
-                    await figure.screenshot(path=str(path))
+                    path.write_bytes(png)
                     shot.path = str(path.relative_to(ROOT))
-                seen[name].modes[mode] = shot
+                SEEN[name].modes[mode] = shot
     except PlaywrightError as error:  # a timeout or a crash fails this page's diagrams only
         for name in names:
-            seen[name].problems.append(f"{type(error).__name__}: {error}")
-    finally:
-        await page.close()
+            SEEN[name].problems.append(f"{type(error).__name__}: {error}")
 
 
-async def _visit_all(url: str) -> dict[str, Seen]:
-    from playwright.async_api import async_playwright
-
-    seen = {name: Seen() for _, name in DIAGRAMS}
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
-                                                   headless=True)
-        try:
-            context = await browser.new_context(
-                viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT}, color_scheme="light")
-            context.set_default_timeout(PAGE_TIMEOUT_MS)
-            slots = asyncio.Semaphore(JOBS)
-
-            async def one(chapter: str) -> None:
-                async with slots:
-                    await _visit_page(context, url, chapter, seen)
-
-            await asyncio.gather(*(one(chapter) for chapter in PAGES))
-        finally:
-            await browser.close()
-    return seen
+SEEN = {name: Seen() for _, name in DIAGRAMS}
+register(__file__, [f"chapters/{chapter}.html" for chapter in PAGES], OUT, _inspect)
 
 
 @pytest.fixture(scope="module")
-def seen(site_url: str) -> dict[str, Seen]:
-    for old in OUT.glob("*.png"):
-        old.unlink()
-    return asyncio.run(_visit_all(site_url))
+def seen(visits: dict[str, Visit]) -> dict[str, Seen]:
+    """What each diagram showed: test_rendered_book's session fixture ran _inspect on its page."""
+    return SEEN
 
 
 def _alt_text(chapter: str, name: str) -> str:

@@ -9,8 +9,10 @@ moved with the keyboard alone (Home, End, then back to where it started with the
 At every position the value shown beside the slider must be the cell's value for that position,
 every part of the figure that changes (paths, bars, labels, readouts) must hold exactly what the
 cell computed for that state, and the figure must differ from the previous position. A
-screenshot of the figure is saved at every position, under ``_build/screenshots/interactive/``
-(and one of the page opened with JavaScript off, ``*-no-javascript.png``).
+screenshot of the figure is saved under ``_build/screenshots/interactive/``: of its last state
+checked (``*-last.png``), at every position too with ATTNLIB_FULL_SCREENSHOTS=1 (`make browser`;
+nothing checks them), and of the page opened with JavaScript off (``*-no-javascript.png``) and
+on a phone (``*-phone.png``).
 
 Every text the figure displays at the positions checked (title, axis and tick labels, legend,
 notes, control names and values, readouts) is collected; on the Chinese pages each one that holds
@@ -27,7 +29,11 @@ cell's, no slider has moved sideways, and the readouts are announced (``aria-liv
 moved with the others at their defaults, then one mixed state (every slider at its last
 position) is checked and photographed.
 
-Chromium, its flags and the skip/fail rules come from test_rendered_book.py.
+Chromium, its flags and the skip/fail rules come from test_rendered_book.py. The pages with a
+figure are not loaded here with JavaScript on: the figures are moved on test_rendered_book's load
+of each page (its ``register``), after that module's checks; the requests counted are that
+load's, whose resolver leaves no host but 127.0.0.1 reachable (2026-11-29: the module cost 86 s
+of CPU, most of it loading its 12 pages a second time, and 72 screenshots).
 """
 
 from __future__ import annotations
@@ -42,14 +48,17 @@ from typing import Any
 
 import pytest
 from test_rendered_book import (  # the lead's browser test: same Chromium, flags and waits
-    CHROMIUM,
-    CHROMIUM_ARGS,
+    FULL_SCREENSHOTS,
     HOST,
     PAGE_TIMEOUT_MS,
     SCREENSHOTS,
     SITE,
     VIEWPORT_HEIGHT,
     VIEWPORT_WIDTH,
+    Chromium,
+    Visit,
+    edition_of,
+    register,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -259,10 +268,10 @@ async def _check_figure(page: Any, figure: Figure, edition: str, seen: Seen) -> 
             previous = info["parts"]
             seen.texts.update(dict.fromkeys(info["texts"]))
             seen.positions += 1
-            OUT.mkdir(parents=True, exist_ok=True)
-            shot = OUT / f"{edition}-{figure.name}-c{c}-{position}.png"
-            await root.screenshot(path=str(shot))
-            seen.shots.append(str(shot.relative_to(ROOT)))
+            if FULL_SCREENSHOTS:
+                shot = OUT / f"{edition}-{figure.name}-c{c}-{position}.png"
+                await root.screenshot(path=str(shot))
+                seen.shots.append(str(shot.relative_to(ROOT)))
     if len(figure.values) > 1:
         # Issue 38's third review: one mixed state, every slider at its last position (each
         # slider above moved with the others at their defaults).
@@ -280,42 +289,35 @@ async def _check_figure(page: Any, figure: Figure, edition: str, seen: Seen) -> 
             seen.problems.append(f"{where}: the figure differs from the cell's state")
         seen.texts.update(dict.fromkeys(info["texts"]))
         seen.positions += 1
-        shot = OUT / f"{edition}-{figure.name}-last.png"
-        await root.screenshot(path=str(shot))
-        seen.shots.append(str(shot.relative_to(ROOT)))
+    shot = OUT / f"{edition}-{figure.name}-last.png"  # the last state checked
+    await root.screenshot(path=str(shot))
+    seen.shots.append(str(shot.relative_to(ROOT)))
 
 
-async def _visit(context: Any, base_url: str, edition: str, chapter: str,
-                 seen: dict[tuple[str, str], Seen]) -> None:
-    page = await context.new_page()
-    requests: list[str] = []
-    foreign: list[str] = []
+async def _inspect(page: Any, visit: Visit) -> None:
+    """The figures of the page test_rendered_book has loaded (and checked): their findings go to
+    SEEN."""
+    from urllib.parse import urlsplit
 
-    async def route(route: Any) -> None:  # the network is blocked: only 127.0.0.1 is served
-        from urllib.parse import urlsplit
-
-        if urlsplit(route.request.url).hostname == HOST or route.request.url.startswith("data:"):
-            await route.continue_()
-        else:
-            foreign.append(route.request.url)
-            await route.abort()
-
-    page.on("request", lambda request: requests.append(request.url))
-    await page.route("**/*", route)
-    figures = [f for f in FIGURES if f.chapter == chapter]
+    edition = "zh" if edition_of(visit.name) else "en"
+    figures = [f for f in FIGURES if f.chapter == Path(visit.name).stem]
     try:
-        await page.goto(f"{base_url}{EDITIONS[edition]}chapters/{chapter}.html", wait_until="load")
         await page.add_style_tag(content=".bd-header, .bd-header-article { visibility: hidden !important; }")
         for figure in figures:
-            await _check_figure(page, figure, edition, seen[edition, figure.name])
+            await _check_figure(page, figure, edition, SEEN[edition, figure.name])
     except Exception as error:  # a timeout or a crash fails this page's figures only
         for figure in figures:
-            seen[edition, figure.name].problems.append(f"{type(error).__name__}: {error}")
-    finally:
-        await page.close()
+            SEEN[edition, figure.name].problems.append(f"{type(error).__name__}: {error}")
+    requests = [url for url in visit.requests if not url.startswith("data:")]
     for figure in figures:
-        seen[edition, figure.name].requests = len(requests)
-        seen[edition, figure.name].foreign = list(foreign)
+        SEEN[edition, figure.name].requests = len(requests)
+        SEEN[edition, figure.name].foreign = [url for url in requests
+                                              if urlsplit(url).hostname != HOST]
+
+
+SEEN = {(edition, f.name): Seen() for edition in EDITIONS for f in FIGURES}
+register(__file__, [f"{prefix}chapters/{chapter}.html" for prefix in EDITIONS.values()
+                    for chapter in sorted({f.chapter for f in FIGURES})], OUT, _inspect)
 
 
 # Without JavaScript: the line above the figure, and the controls it replaces.
@@ -396,46 +398,34 @@ async def _visit_phone(context: Any, base_url: str, edition: str, chapter: str,
         await page.close()
 
 
-async def _visit_all(base_url: str) -> dict[tuple[str, str], Seen]:
-    from playwright.async_api import async_playwright
-
-    seen = {(edition, f.name): Seen() for edition in EDITIONS for f in FIGURES}
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
-                                                   headless=True)
-        try:
-            context = await browser.new_context(
-                viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT})
-            context.set_default_timeout(PAGE_TIMEOUT_MS)
-            chapters = sorted({f.chapter for f in FIGURES})
-            # JavaScript off: one page per edition, the figure with the most sliders (the line
-            # of every figure is checked in the built HTML by
-            # test_without_javascript_a_line_names_the_setting_shown)
-            plain = await browser.new_context(
-                viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT},
-                java_script_enabled=False)
-            plain.set_default_timeout(PAGE_TIMEOUT_MS)
-            phone = await browser.new_context(
-                viewport={"width": PHONE_WIDTH, "height": 844}, is_mobile=True)
-            phone.set_default_timeout(PAGE_TIMEOUT_MS)
-            await asyncio.gather(*(_visit(context, base_url, edition, chapter, seen)
-                                   for edition in EDITIONS for chapter in chapters),
-                                 *(_visit_without_javascript(plain, base_url, edition,
-                                                             NO_JAVASCRIPT.chapter, seen)
-                                   for edition in EDITIONS),
-                                 *(_visit_phone(phone, base_url, edition,
-                                                NO_JAVASCRIPT.chapter, seen)
-                                   for edition in EDITIONS))
-        finally:
-            await browser.close()
-    return seen
+async def _visit_plain_and_phone(chromium: Chromium, base_url: str,
+                                 seen: dict[tuple[str, str], Seen]) -> None:
+    browser = chromium.browser
+    # JavaScript off: one page per edition, the figure with the most sliders (the line of every
+    # figure is checked in the built HTML by test_without_javascript_a_line_names_the_setting_shown)
+    plain = await browser.new_context(
+        viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT}, java_script_enabled=False)
+    phone = await browser.new_context(
+        viewport={"width": PHONE_WIDTH, "height": 844}, is_mobile=True)
+    try:
+        plain.set_default_timeout(PAGE_TIMEOUT_MS)
+        phone.set_default_timeout(PAGE_TIMEOUT_MS)
+        await asyncio.gather(*(_visit_without_javascript(plain, base_url, edition,
+                                                         NO_JAVASCRIPT.chapter, seen)
+                               for edition in EDITIONS),
+                             *(_visit_phone(phone, base_url, edition, NO_JAVASCRIPT.chapter, seen)
+                               for edition in EDITIONS))
+    finally:
+        await plain.close()
+        await phone.close()
 
 
 @pytest.fixture(scope="module")
-def seen(base_url: str) -> dict[tuple[str, str], Seen]:
-    for old in OUT.glob("*.png"):
-        old.unlink()
-    return asyncio.run(_visit_all(base_url))
+def seen(base_url: str, chromium: Chromium, visits: dict[str, Visit]) -> dict[tuple[str, str], Seen]:
+    """What each figure showed: test_rendered_book's session fixture ran _inspect on its pages
+    (and emptied OUT first); the pages with JavaScript off and on a phone are opened here."""
+    chromium.run(_visit_plain_and_phone(chromium, base_url, SEEN))
+    return SEEN
 
 
 def test_the_chapters_have_figures_to_move() -> None:

@@ -20,12 +20,18 @@ is missing the module is skipped, except in CI (CI set) or with ATTNLIB_REQUIRE_
 it fails. ATTNLIB_CHROMIUM=/path/to/chrome picks another Chromium or Chrome binary.
 
 The pages are visited concurrently, once, by a session fixture; each page's test then reports
-what was found on that page.
+what was found on that page. One Chromium serves the whole session (the ``chromium`` fixture,
+shared through conftest.py with the other browser modules), and a page this module loads is not
+loaded again by another module: test_diagrams.py and test_interactive.py register their
+inspections of a page (:func:`register`), which run on this module's load of it once its own
+checks are done, with the window back at its first size. Loading a chapter costs about 3 s of
+CPU (its scripts), and these two modules loaded 22 chapter pages again (2026-11-29).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import http.server
 import os
@@ -35,7 +41,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -116,6 +122,8 @@ try:
         Browser,
         BrowserContext,
         ConsoleMessage,
+        Page,
+        Playwright,
         Request,
         Response,
         async_playwright,
@@ -409,8 +417,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="session")
-def base_url() -> Iterator[str]:
+@contextlib.contextmanager
+def serve_site() -> Iterator[str]:
+    """The built site served on 127.0.0.1 at a free port: its base URL (fixture base_url)."""
     handler = functools.partial(_QuietHandler, directory=str(SITE))
     server = http.server.ThreadingHTTPServer((HOST, 0), handler)
     server.daemon_threads = True
@@ -423,11 +432,55 @@ def base_url() -> Iterator[str]:
         server.server_close()
 
 
+class Chromium:
+    """The session's one headless Chromium, driven from one event loop (``run``)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.playwright: Playwright = self.run(async_playwright().start())
+        self.browser: Browser = self.run(self.playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True))
+
+    def run(self, coroutine: Awaitable[Any]) -> Any:
+        return self.loop.run_until_complete(coroutine)
+
+    def close(self) -> None:
+        try:
+            self.run(self.browser.close())
+            self.run(self.playwright.stop())
+        finally:
+            self.loop.close()
+
+
+@dataclass
+class PageCheck:
+    """Another module's inspection of pages this module loads (see :func:`register`)."""
+
+    module: Path  # its tests' file: it runs when that file's tests are in the session
+    pages: list[str]  # site-relative pages it inspects
+    inspect: Callable[[Page, Visit], Awaitable[None]]  # stores its own findings
+    folder: Path  # where it saves screenshots: emptied of *.png before the visits
+
+
+PAGE_CHECKS: list[PageCheck] = []
+
+
+def register(module: str, pages: list[str], folder: Path,
+             inspect: Callable[[Page, Visit], Awaitable[None]]) -> None:
+    """Have ``inspect(page, visit)`` run on each of ``pages`` when this module's session fixture
+    visits it: after this module's own checks, the window back at VIEWPORT_WIDTH x
+    VIEWPORT_HEIGHT (every <details> open). ``visit`` holds what this module saw, its requests
+    too. ``inspect`` catches its own errors and keeps its findings; its console errors and
+    requests to other hosts are this page's too."""
+    PAGE_CHECKS.append(PageCheck(Path(module).resolve(), pages, inspect, folder))
+
+
 @dataclass
 class Visit:
     """What one page showed in the browser."""
 
     name: str
+    requests: list[str] = field(default_factory=list)  # every URL the page asked for
     problems: list[str] = field(default_factory=list)  # found while visiting
     info: dict[str, Any] = field(default_factory=dict)  # the answer to INSPECT
     wide_code: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by window width
@@ -436,13 +489,15 @@ class Visit:
     seconds: float = 0.0
 
 
-async def _visit(context: BrowserContext, base_url: str, name: str, screenshot: str | None) -> Visit:
+async def _visit(context: BrowserContext, base_url: str, name: str, screenshot: str | None,
+                 checks: list[PageCheck]) -> Visit:
     visit = Visit(name)
     foreign: list[str] = []
     console: list[str] = []
     failed: list[str] = []
 
     def on_request(request: Request) -> None:
+        visit.requests.append(request.url)
         parts = urllib.parse.urlsplit(request.url)
         if parts.scheme not in {"data", "blob", "about"} and parts.hostname != HOST:
             foreign.append(request.url)
@@ -496,6 +551,10 @@ async def _visit(context: BrowserContext, base_url: str, name: str, screenshot: 
                     visit.wide_code[width] = await page.evaluate(WIDE_CODE)
                 if width in MATH_WIDTHS:
                     visit.wide_math[width] = await page.evaluate(WIDE_MATH)
+            if checks:
+                await page.set_viewport_size({"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT})
+                for check in checks:
+                    await check.inspect(page, visit)
             await page.wait_for_timeout(50)  # let late console messages arrive
         visit.final_url = page.url
     except Exception as error:  # a timeout or a crash is this page's failure, not the session's
@@ -509,41 +568,44 @@ async def _visit(context: BrowserContext, base_url: str, name: str, screenshot: 
     return visit
 
 
-async def _visit_all(base_url: str, names: list[str]) -> dict[str, Visit]:
-    async with async_playwright() as playwright:
-        browser: Browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            context = await browser.new_context(
-                viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT}, color_scheme="light"
-            )
-            context.set_default_timeout(PAGE_TIMEOUT_MS)
-            slots = asyncio.Semaphore(JOBS)
+async def _visit_all(browser: Browser, base_url: str, names: list[str],
+                     checks: list[PageCheck]) -> dict[str, Visit]:
+    context = await browser.new_context(
+        viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT}, color_scheme="light"
+    )
+    try:
+        context.set_default_timeout(PAGE_TIMEOUT_MS)
+        slots = asyncio.Semaphore(JOBS)
 
-            async def one(name: str) -> Visit:
-                async with slots:
-                    return await _visit(context, base_url, name, _screenshot_name(name))
+        async def one(name: str) -> Visit:
+            async with slots:
+                return await _visit(context, base_url, name, _screenshot_name(name),
+                                    [check for check in checks if name in check.pages])
 
-            visits = await asyncio.gather(*(one(name) for name in names))
-        finally:
-            await browser.close()
+        visits = await asyncio.gather(*(one(name) for name in names))
+    finally:
+        await context.close()
     return {visit.name: visit for visit in visits}
 
 
-@pytest.fixture(scope="session")
-def visits(request: pytest.FixtureRequest, base_url: str) -> dict[str, Visit]:
-    """Every page this session's tests ask about, visited once, several at a time."""
+def visit_pages(request: pytest.FixtureRequest, base_url: str,
+                chromium: Chromium) -> dict[str, Visit]:
+    """Every page this session's tests ask about (the other modules' checks' pages too),
+    visited once, several at a time."""
     names = [f"{prefix}index.html" for prefix in EDITIONS.values()]
     for item in request.session.items:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "name" in callspec.params and item.path == Path(__file__):
             names.append(callspec.params["name"])
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for old in SCREENSHOTS.glob("*.png"):
-        old.unlink()
+    modules = {Path(item.path).resolve() for item in request.session.items}
+    checks = [check for check in PAGE_CHECKS if check.module in modules]
+    names += [page for check in checks for page in check.pages]
+    for folder in [SCREENSHOTS] + [check.folder for check in checks]:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("*.png"):
+            old.unlink()
     start = time.monotonic()
-    result = asyncio.run(_visit_all(base_url, list(dict.fromkeys(names))))
+    result = chromium.run(_visit_all(chromium.browser, base_url, list(dict.fromkeys(names)), checks))
     print(f"\n{len(result)} pages visited in {time.monotonic() - start:.1f} s ({JOBS} at a time)")
     return result
 
