@@ -121,20 +121,27 @@ def test_every_module_lies_in_a_layer() -> None:
         layer_of(name)  # raises for a module outside the layers
 
 
-def test_no_import_points_up_a_layer() -> None:
-    bad = upward_imports(graph())
+@pytest.fixture(scope="module")
+def attnlib_graph() -> dict[str, list[tuple[str, int]]]:
+    """attnlib's import graph, read once for the tests of the real package (each reading parses
+    every module)."""
+    return graph()
+
+
+def test_no_import_points_up_a_layer(attnlib_graph: dict[str, list[tuple[str, int]]]) -> None:
+    bad = upward_imports(attnlib_graph)
     assert not bad, "imports that point up:\n" + "\n".join(bad)
 
 
-def test_no_import_circle() -> None:
-    found = circles(graph())
+def test_no_import_circle(attnlib_graph: dict[str, list[tuple[str, int]]]) -> None:
+    found = circles(attnlib_graph)
     assert not found, "import circles:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
-def test_the_graph_sees_imports() -> None:
+def test_the_graph_sees_imports(attnlib_graph: dict[str, list[tuple[str, int]]]) -> None:
     """The reader is not blind: it finds imports the library is known to have, inside a
     function too (translation imports seq2seq's greedy decoder lazily)."""
-    edges = graph()
+    edges = attnlib_graph
     assert any(t == "attnlib._checks" for t, _ in edges["attnlib.blocks.attention"])
     assert any(t == "attnlib.models.seq2seq" for t, _ in edges["attnlib.train.translation"])
     assert any(t == "attnlib.models.transformer.model" for t, _ in edges["attnlib.train.decoding"])
