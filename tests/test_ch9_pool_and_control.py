@@ -8,8 +8,7 @@ predictions at position L; the split must agree with :func:`echo_accuracy` on th
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 import pytest
 import torch
@@ -24,14 +23,15 @@ CONFIG = DecoderLMConfig(vocab_size=26, d_model=8, num_heads=2, num_kv_heads=2,
                          num_layers=1, d_ff=16, max_len=48)
 
 
-def test_train_runs_submitted_to_a_pool_gives_the_same_weights(
-        capfd: pytest.CaptureFixture[str]) -> None:
+def test_train_runs_submitted_to_a_pool_gives_the_same_weights(spawn_pool: Any) -> None:
+    """In the session's pool of spawned workers (tests/conftest.py), shared with the
+    long-context study's pooled runs as in the chapter."""
     run = Run("tiny", lc.EchoTraining(CONFIG, steps=3), init_seed=2)
     here = train_runs([run], workers=1)[0]
-    capfd.readouterr()
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        there = pool.submit(train_runs, [run], workers=1).result()[0]
-    assert "it/s" not in capfd.readouterr().err  # no bar from the worker
+    written = spawn_pool.stderr.stat().st_size
+    there = spawn_pool.pool.submit(train_runs, [run], workers=1).result()[0]
+    err = spawn_pool.stderr.read_bytes()[written:].decode(errors="replace")
+    assert "it/s" not in err, err  # no bar from the worker
     assert there.history.losses == here.history.losses
     for name, value in here.model.state_dict().items():
         assert torch.equal(there.model.state_dict()[name], value), name

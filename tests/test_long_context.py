@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -93,14 +95,12 @@ def test_workers_give_the_same_numbers() -> None:
     assert [r.train_loss for r in one] == [r.train_loss for r in two]
 
 
-def test_a_pool_of_spawned_workers_gives_the_same_numbers() -> None:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
+def test_a_pool_of_spawned_workers_gives_the_same_numbers(spawn_pool: Any) -> None:
+    """The session's pool of two spawned workers (tests/conftest.py), which chapter 9's
+    train_runs test also uses, as the chapter submits both kinds of training to one pool."""
     one = lc.context_study(TINY, [0], workers=1)
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pooled = lc.context_study(TINY, [0], pool=pool)
-        again = lc.context_study(TINY, [0], pool=pool)  # the same workers, reused
+    pooled = lc.context_study(TINY, [0], pool=spawn_pool.pool)
+    again = lc.context_study(TINY, [0], pool=spawn_pool.pool)  # the same workers, reused
     assert [(r.seed, r.positions) for r in pooled] == [(0, "rope"), (0, "alibi")]
     for runs in (pooled, again):
         assert [r.accuracy for r in runs] == [r.accuracy for r in one]
