@@ -7,8 +7,9 @@ editions (``book-en``, ``book-zh-html``, then ``book-join``), ``browser-check`` 
 book, and nbval of each chapter (the jobs of ``make nbval``: a chapter that trains in worker
 processes takes every core while it runs). They start in that order as cores free up (tools/slots.py):
 ruff first, so that a typo fails in seconds, and the book's two editions, so that the browser
-test, which mostly waits on the browser and takes no core of its own, runs beside the steps that
-run in one process; the chapters with worker processes last, one after another, alone, except
+test runs beside the steps that run in one process (it takes no slot, though Chromium keeps about
+a core busy while it runs: CPU the table does not count, since pytest does not wait for
+Chromium's processes); the chapters with worker processes last, one after another, alone, except
 that chapter 7, which leaves a core idle much of the time, runs beside the four shortest chapters
 (SHARES_A_CORE, LATE). If a step fails, no further step starts, the running ones are stopped, and
 the failed step's output is printed whole; the exit status is then 1.
@@ -69,10 +70,12 @@ def steps(notebooks: list[str], cores: int) -> list[Job]:
             else:
                 shared.append(job)
         whole = shared
-    # The browser test mostly waits on the browser (89 s of CPU in 190 s on 2 cores): it takes no
-    # slot and starts as soon as both editions are built, so the books come first. Beside the
-    # single-process steps, whose budgets have room; beside a chapter with worker processes it slowed
-    # chapter 9 from 86 s to 190 s (2026-11-29), so those run after it, alone (they need it).
+    # The browser test starts as soon as both editions are built, so the books come first. It
+    # takes no slot: its pytest process mostly waits on Chromium, whose processes keep about a
+    # core busy (measured system-wide; wait4 does not count them). With a slot of its own, the
+    # one-core steps would queue on the other core alone, one after another. Beside a chapter
+    # with worker processes it slowed chapter 9 from 86 s to 190 s (2026-11-29), so those run
+    # after it (they need it).
     browser = Job("browser-check", [MAKE, "--no-print-directory", "browser-check"], slots=0,
                   needs=("book-join",))
     return [
