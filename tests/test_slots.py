@@ -115,13 +115,13 @@ def test_make_test_runs_the_short_chapters_beside_the_chapter_that_leaves_a_core
     import run_tests
 
     chapters = [f"chapters/{name}.ipynb" for name in (
-        "01_kernel_regression", "03_scaled_dot_product", "04_seq2seq_attention",
-        "07_transformer", "10_modern_attention")]
+        "01_kernel_regression", "04_seq2seq_attention", "07_transformer",
+        "08_efficient_attention", "10_modern_attention")]
     jobs = {job.name: job for job in run_tests.steps(chapters, 2)}
     names = [n.removeprefix("nbval chapters/").removesuffix(".ipynb") for n in jobs
              if n.startswith("nbval ")]
-    # chapter 3 stays in the first phase; chapter 1 follows chapter 7, which takes one core
-    assert names == ["03_scaled_dot_product", "04_seq2seq_attention", "07_transformer",
+    # chapter 8 stays in the first phase; chapter 1 follows chapter 7, which takes one core
+    assert names == ["08_efficient_attention", "04_seq2seq_attention", "07_transformer",
                      "01_kernel_regression", "10_modern_attention"]
     by_stem = {n.removeprefix("nbval chapters/").removesuffix(".ipynb"): job
                for n, job in jobs.items()}

@@ -10,8 +10,8 @@ ruff first, so that a typo fails in seconds, and the book's two editions, so tha
 test runs beside the steps that run in one process (it takes no slot, though Chromium keeps about
 a core busy while it runs: CPU the table does not count, since pytest does not wait for
 Chromium's processes); the chapters with worker processes last, one after another, alone, except
-that chapter 7, which leaves a core idle much of the time, runs beside the four shortest chapters
-(SHARES_A_CORE, LATE). If a step fails, no further step starts, the running ones are stopped, and
+that chapter 7, which leaves a core idle much of the time, runs beside five of the single-process
+chapters (SHARES_A_CORE, LATE). If a step fails, no further step starts, the running ones are stopped, and
 the failed step's output is printed whole; the exit status is then 1.
 
 Usage: ``python tools/run_tests.py [--cores N] NOTEBOOK...`` (the Makefile passes $(NOTEBOOKS)).
@@ -35,11 +35,13 @@ from slots import run as run_jobs
 MAKE = os.environ.get("MAKE", "make")
 
 # Chapter 7 kept 1.47 of two cores busy alone (170 s of CPU in 116 s, 2026-11-29): its main
-# process translates and plots while its workers wait. The four shortest single-process chapters
-# (14 to 20 s of CPU each) run beside it, one after another, instead of in the first phase.
+# process translates and plots while its workers wait. Five single-process chapters (11 to 31 s
+# of CPU each) run beside it, one after another, instead of in the first phase: with the four
+# shortest there, chapter 7 took 111 s and chapter 3 ran alone at the end of the first phase for
+# 28 s, one core idle (2026-11-29).
 SHARES_A_CORE = {"07_transformer"}
-LATE = {"01_kernel_regression", "02_attention_scores", "05_multihead_self_attention",
-        "06_positional_encoding"}
+LATE = {"01_kernel_regression", "02_attention_scores", "03_scaled_dot_product",
+        "05_multihead_self_attention", "06_positional_encoding"}
 
 
 def _stem(job: Job) -> str:
