@@ -209,6 +209,19 @@ def test_a_chapter_that_pins_its_code_paths_is_not_repeated_at_make_tests_thread
     nb.cells[0].execution_count = 1
     nbformat.write(nb, pinning)
     assert reproduce.pins_code_paths(str(pinning)) and not reproduce.pins_code_paths(plain)
+    # the name in a comment or a string, or a call after the first cell, pins nothing
+    for first, later in (("# attnlib.fix_cpu_kernels()\nx = 1", ""),
+                         ("x = 'fix_cpu_kernels()'", ""),
+                         ("x = 1", "fix_cpu_kernels = print\nfix_cpu_kernels()")):
+        other = nbformat.read(plain, as_version=4)
+        other.cells.insert(0, nbformat.v4.new_code_cell(first))
+        if later:
+            other.cells.append(nbformat.v4.new_code_cell(later))
+        nbformat.write(other, tmp_path / "other.ipynb")
+        assert not reproduce.pins_code_paths(str(tmp_path / "other.ipynb")), (first, later)
+    chapters = sorted(str(p) for p in (ROOT / "chapters").glob("*.ipynb"))
+    assert [Path(nb).stem[:2] for nb in chapters if reproduce.pins_code_paths(nb)] == [
+        "04", "07", "10", "11"]
     seen: list[tuple[str, str]] = []
     real = reproduce.run_jobs
 

@@ -26,6 +26,7 @@ Usage: ``python tools/reproduce.py --combos 1:default 2:avx2:amd --runs 1 NOTEBO
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -152,13 +153,25 @@ def summarize(results: list[Result]) -> tuple[int, dict[str, int], float]:
 
 
 def pins_code_paths(notebook: str) -> bool:
-    """Whether a chapter pins its CPU code paths (a code cell calls
-    :func:`attnlib.fix_cpu_kernels`): it then replaces the ``ATEN_CPU_CAPABILITY`` a combination
-    sets, so a combination with make test's thread count and this machine's vendor computes in it
-    exactly what make test's own nbval run did."""
+    """Whether a chapter pins its CPU code paths: its first code cell calls
+    :func:`attnlib.fix_cpu_kernels` as a statement of its own (not in a comment, a string or a
+    later cell, where it would come after tensors were computed). The call then replaces the
+    ``ATEN_CPU_CAPABILITY`` a combination sets, so a combination with make test's thread count
+    and this machine's vendor computes in it exactly what make test's own nbval run did."""
     cells = json.loads(Path(notebook).read_text(encoding="utf-8")).get("cells", [])
-    return any(cell.get("cell_type") == "code" and "fix_cpu_kernels(" in "".join(cell["source"])
-               for cell in cells)
+    code = next(("".join(c["source"]) for c in cells if c.get("cell_type") == "code"), "")
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:  # IPython syntax: not a cell this book's first cells use
+        return False
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call):
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(
+                call.func, "id", "")
+            if name == "fix_cpu_kernels":
+                return True
+    return False
 
 
 def make_test_run() -> tuple[int, str]:
